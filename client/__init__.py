@@ -1,0 +1,1 @@
+"""The SPEED-Bench measurement client: engine adapters, load shaping, recording, reporting."""
