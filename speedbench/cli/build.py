@@ -1,0 +1,150 @@
+"""`speedbench build`: build dataset configs into a Hugging Face dataset folder (and optionally push it)."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+DEFAULT_OUT = Path("speed-bench")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "build",
+        help="build the SPEED-Bench dataset (Qualitative and Throughput configs) into a folder",
+        description=(
+            "Build dataset configs from the source files and write them as a Hugging Face dataset "
+            "folder: data/<config>/*.parquet, README.md (the dataset card) and manifest.json. "
+            "Configs already in the folder are kept. Load the result with "
+            "load_dataset('<folder>', '<config>', split='test')."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--configs", default="qualitative",
+                        help="comma-separated config names (e.g. qualitative,throughput_1k); "
+                             "'all' builds every registered config; 'list' prints them")
+    parser.add_argument("--sources", type=Path, default=None,
+                        help="source folder (the offline mirror); default: $SPEEDBENCH_SOURCES")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="dataset folder to write")
+    parser.add_argument("--seed", type=int, default=0, help="seed for every random choice")
+    parser.add_argument("--per-tier", type=int, default=512,
+                        help="throughput: prompts per entropy tier")
+    parser.add_argument("--per-category", type=int, default=80,
+                        help="qualitative: prompts selected per category")
+    parser.add_argument("--allow-short", action="store_true",
+                        help="write a category whose candidate pool is smaller than asked "
+                             "(noted in the dataset card) instead of failing")
+    parser.add_argument("--selector", default="greedy_swap",
+                        choices=["greedy_swap", "greedy", "qp", "random"],
+                        help="qualitative: how the prompts of a category are chosen")
+    parser.add_argument("--embedder", default="use",
+                        choices=["use", "openai"],
+                        help="qualitative: sentence embeddings; 'use' = fast-universal-sentence-"
+                             "encoder (offline), 'openai' = text-embedding-3-large (needs OPENAI_API_KEY)")
+    parser.add_argument("--embedding-cache", type=Path, default=None,
+                        help="embedding cache folder; default: $SPEEDBENCH_CACHE/embeddings or "
+                             "~/.cache/speedbench/embeddings")
+    parser.add_argument("--pool-cap", type=int, default=1500,
+                        help="qualitative: at most this many candidates per category are embedded "
+                             "(a seeded uniform sample; 0 = no cap)")
+    parser.add_argument("--dedup-threshold", type=float, default=0.95,
+                        help="qualitative: drop candidates whose cosine similarity to an earlier "
+                             "one is at least this (FAISS); 1 disables")
+    parser.add_argument("--online", action="store_true",
+                        help="read the reference sources from the Hugging Face Hub (pinned "
+                             "revisions) instead of the mirror where an adapter knows how")
+    parser.add_argument("--push", metavar="REPO_ID", default=None,
+                        help="after building, upload the folder to this Hub dataset repo")
+    parser.add_argument("--private", action="store_true", help="with --push: create the repo private")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.set_defaults(func=run)
+
+
+def _resolve_sources(args: argparse.Namespace) -> Path:
+    sources = args.sources or (Path(os.environ["SPEEDBENCH_SOURCES"])
+                               if os.environ.get("SPEEDBENCH_SOURCES") else None)
+    if sources is None:
+        raise SystemExit("speedbench build: no sources: pass --sources DIR or set SPEEDBENCH_SOURCES")
+    if not sources.is_dir():
+        raise SystemExit(f"speedbench build: source folder not found: {sources}")
+    return sources
+
+
+def build_options(args: argparse.Namespace) -> dict:
+    """The options every config builder reads from ``BuildContext.options``."""
+    options = {
+        "per_tier": args.per_tier,
+        "per_category": args.per_category,
+        "allow_short": args.allow_short,
+        "selector": args.selector,
+        "embedder": args.embedder,
+        "pool_cap": args.pool_cap,
+        "dedup_threshold": args.dedup_threshold,
+        "online": args.online,
+    }
+    if args.embedding_cache is not None:
+        options["embedding_cache"] = str(args.embedding_cache)
+    return options
+
+
+def run(args: argparse.Namespace) -> int:
+    from tqdm.auto import tqdm
+
+    from speedbench.dataset_builder.registry import BuildContext, available_configs
+    from speedbench.dataset_builder.writer import write_dataset
+
+    builders = available_configs()
+    if args.configs.strip() == "list":
+        print("\n".join(sorted(builders)))
+        return 0
+    names = sorted(builders) if args.configs.strip() == "all" else [
+        name.strip() for name in args.configs.split(",") if name.strip()]
+    unknown = [name for name in names if name not in builders]
+    if unknown:
+        print(f"speedbench build: unknown config(s) {', '.join(unknown)}; "
+              f"available: {', '.join(sorted(builders)) or '(none)'}", file=sys.stderr)
+        return 2
+    sources = _resolve_sources(args)
+    options = build_options(args)
+    ctx = BuildContext(sources=sources, out_dir=args.out, seed=args.seed, options=options,
+                       progress=not args.no_progress)
+    built = []
+    for name in tqdm(names, desc="configs", unit="config", disable=not ctx.progress or len(names) == 1):
+        try:
+            built.append(builders[name](_context_for(ctx, name)))
+        except (FileNotFoundError, ValueError) as error:
+            print(f"speedbench build: config {name!r} failed: {error}", file=sys.stderr)
+            return 1
+        # Write as each config finishes so a later failure does not lose earlier work.
+        write_dataset(args.out, [built[-1]], {"seed": args.seed, "options": options,
+                                              "sources": str(sources), "config": name})
+    print(summary(args.out, built))
+    if args.push:
+        from speedbench.dataset_builder.publish import push_dataset
+        url = push_dataset(args.out, args.push, private=args.private)
+        print(f"pushed {args.out} to {url}")
+    return 0
+
+
+def _context_for(ctx, name: str):
+    from dataclasses import replace
+    return replace(ctx, options={**ctx.options, "config": name})
+
+
+def summary(out_dir: Path, built: list) -> str:
+    """Rows per config and category, then every report a builder attached (e.g. the diversity table)."""
+    lines = [f"wrote {out_dir}/"]
+    for config in built:
+        per_category: dict[str, int] = {}
+        for row in config.rows:
+            per_category[row.category] = per_category.get(row.category, 0) + 1
+        multiturn = sum(row.multiturn for row in config.rows)
+        lines.append(f"  {config.name}: {len(config.rows)} rows ({multiturn} multi-turn) in "
+                     f"data/{config.name}/")
+        lines += [f"    {category:<14} {count:>5}" for category, count in per_category.items()]
+    for config in built:
+        report = config.stats.get("report_markdown")
+        if report:
+            lines += ["", report.rstrip()]
+    return "\n".join(lines)
