@@ -1,0 +1,131 @@
+"""What to serve: the target model, how it speculates, and where the models live.
+
+``EngineConfig`` is a plain dataclass so that it can be written into a run's manifest
+(``asdict``) and sent to the server's child process as JSON.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import speedbench
+
+MODELS_ENV = "SPEEDBENCH_MODELS"
+DEFAULT_TARGET = "stories260K-ctx16k-f32.gguf"
+DEFAULT_DRAFT = "stories260K-ctx16k-draft-q4_0.gguf"
+
+# "ngram" is an alias of llama.cpp's simplest n-gram speculator; the other n-gram variants
+# are reachable by their llama.cpp names (``--spec-type``).
+NGRAM_KINDS = ("ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache")
+SPECULATION_MODES = ("none", "draft", "synthetic", "ngram") + NGRAM_KINDS
+
+
+def default_models_dir() -> Path:
+    """``$SPEEDBENCH_MODELS``, else ``../shared/models/stories260K`` next to the repository."""
+    env = os.environ.get(MODELS_ENV)
+    if env:
+        return Path(env)
+    return Path(speedbench.__file__).resolve().parent.parent.parent / "shared" / "models" / "stories260K"
+
+
+def _resolve_model(path: str | os.PathLike | None, default_name: str) -> Path:
+    if path is None:
+        return default_models_dir() / default_name
+    path = Path(path)
+    # A bare file name is looked up in the models folder, so `--draft stories260K-draft-q8_0.gguf` works.
+    if not path.is_absolute() and not path.exists() and len(path.parts) == 1:
+        return default_models_dir() / path
+    return path
+
+
+@dataclass
+class EngineConfig:
+    """How to start a local llama.cpp server (xllamacpp).
+
+    speculation:
+      ``none``       plain autoregressive decoding (the baseline);
+      ``draft``      a separate draft model (``draft``) proposes ``draft_length`` tokens per step;
+      ``synthetic``  the draft model runs, but acceptance is replaced by synthetic per-position
+                     rates (``synthetic_rates``, unconditional, non-increasing, one per position)
+                     or a target mean acceptance length (``synthetic_length``); output text is
+                     not valid, the load pattern is (for throughput tests at a chosen AL);
+      ``ngram`` / ``ngram-*``  model-free n-gram speculation over the context.
+    n_ctx is the KV-cache size over all slots; ``None`` gives ``n_ctx_per_slot * n_parallel``.
+    port 0 lets the operating system pick a free port (the URL tells which).
+    """
+
+    target: str | None = None
+    draft: str | None = None
+    speculation: str = "draft"
+    draft_length: int = 4
+    draft_min: int = 0
+    synthetic_rates: list[float] | None = None
+    synthetic_length: float | None = None
+    n_parallel: int = 4
+    n_ctx: int | None = None
+    n_ctx_per_slot: int = 2048
+    n_threads: int = 1
+    port: int = 0
+    host: str = "127.0.0.1"
+    startup_timeout_s: float = 60.0
+    extra: dict[str, Any] = field(default_factory=dict)  # recorded as-is (notes for the manifest)
+
+    def __post_init__(self) -> None:
+        if self.speculation not in SPECULATION_MODES:
+            raise ValueError(
+                f"EngineConfig.speculation: unknown mode {self.speculation!r}; "
+                f"expected one of {', '.join(SPECULATION_MODES)}"
+            )
+        if self.speculation != "none" and self.draft_length < 1:
+            raise ValueError(f"EngineConfig.draft_length must be >= 1 with speculation, got {self.draft_length}")
+        if self.n_parallel < 1:
+            raise ValueError(f"EngineConfig.n_parallel must be >= 1, got {self.n_parallel}")
+        if self.speculation == "synthetic":
+            if (self.synthetic_rates is None) == (self.synthetic_length is None):
+                raise ValueError("EngineConfig: synthetic speculation needs exactly one of "
+                                 "synthetic_rates (one per draft position) or synthetic_length")
+            if self.synthetic_rates is not None:
+                rates = [float(r) for r in self.synthetic_rates]
+                if len(rates) != self.draft_length:
+                    raise ValueError(f"EngineConfig.synthetic_rates: need {self.draft_length} values "
+                                     f"(one per draft position), got {len(rates)}")
+                if any(not 0.0 <= r <= 1.0 for r in rates) or any(b > a for a, b in zip(rates, rates[1:])):
+                    raise ValueError(f"EngineConfig.synthetic_rates must lie in [0, 1] and not increase "
+                                     f"with position, got {rates}")
+                self.synthetic_rates = rates
+        if self.host not in ("127.0.0.1", "localhost", "::1"):
+            raise ValueError(f"EngineConfig.host: the local engine binds loopback only, got {self.host!r}")
+
+    @property
+    def uses_draft_model(self) -> bool:
+        return self.speculation in ("draft", "synthetic")
+
+    @property
+    def target_path(self) -> Path:
+        return _resolve_model(self.target, DEFAULT_TARGET)
+
+    @property
+    def draft_path(self) -> Path | None:
+        return _resolve_model(self.draft, DEFAULT_DRAFT) if self.uses_draft_model else None
+
+    @property
+    def total_ctx(self) -> int:
+        return self.n_ctx if self.n_ctx is not None else self.n_ctx_per_slot * self.n_parallel
+
+    def check_files(self) -> None:
+        for role, path in (("target", self.target_path), ("draft", self.draft_path)):
+            if path is not None and not path.is_file():
+                raise FileNotFoundError(
+                    f"EngineConfig.{role}: model file not found: {path} "
+                    f"(set ${MODELS_ENV} or pass an explicit path)"
+                )
+
+    def to_child_json(self) -> dict[str, Any]:
+        """Everything the child process needs, with paths resolved."""
+        data = asdict(self)
+        data["target"] = str(self.target_path)
+        data["draft"] = str(self.draft_path) if self.draft_path else None
+        data["n_ctx"] = self.total_ctx
+        return data
