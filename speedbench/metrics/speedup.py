@@ -1,0 +1,165 @@
+"""Speedup of speculative decoding over autoregressive decoding (paper, Appendix G).
+
+Estimate (Appendix G): ``S = t_ar * AL / t_sd``, with ``t_ar`` the mean time of one
+decoding step of the baseline (1 token per step), ``t_sd`` the mean time of one
+verification step with speculation (AL tokens per step on average), both measured at the
+same input length and concurrency (e.g. on the Throughput split), and ``AL`` measured on
+the target domain (e.g. on the Qualitative split). System cost and domain acceptance are
+thereby measured separately.
+
+Measured: from a paired baseline run and SD run on the same prompts,
+``output_tps_sd / output_tps_ar`` and the per-request latency ratio
+``sum latency_ar / sum latency_sd`` (paired by question_id); the estimate's error is
+``(S_estimate - S_measured) / S_measured``.
+
+Sweeps: :func:`best_draft_length` picks, for every batch size (concurrency), the draft
+length with the highest throughput; the paper finds it shrinks as the batch grows.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from speedbench.metrics.bootstrap import align_by_id
+from speedbench.metrics.results import JsonDataclass
+from speedbench.metrics.validation import MetricInputError, as_float_array
+
+
+def _positive_mean(values, field: str) -> float:
+    arr = as_float_array(values, field)
+    if arr.size == 0:
+        raise MetricInputError(f"{field}: no values")
+    if (arr <= 0).any():
+        i = int(np.flatnonzero(arr <= 0)[0])
+        raise MetricInputError(f"{field}: step times must be > 0, got {arr[i]} at index {i}")
+    return float(arr.mean())
+
+
+def appendix_g_speedup(t_ar: float, t_sd: float, acceptance_length: float) -> float:
+    """``S = t_ar * AL / t_sd`` (Appendix G) from mean step times and an acceptance length."""
+    if t_ar <= 0 or t_sd <= 0:
+        raise MetricInputError(f"t_ar and t_sd must be > 0 (got {t_ar}, {t_sd})")
+    if not acceptance_length >= 1:
+        raise MetricInputError(f"acceptance_length: must be >= 1 (one token per step at least), got {acceptance_length}")
+    return float(t_ar * acceptance_length / t_sd)
+
+
+def relative_error(estimate: float, measured: float) -> float:
+    """``(estimate - measured) / measured``."""
+    return float((estimate - measured) / measured) if measured else float("nan")
+
+
+@dataclass
+class SpeedupEstimate(JsonDataclass):
+    """The Appendix-G estimate and, when a measured speedup is given, its error."""
+
+    speedup_estimate: float
+    t_ar: float
+    t_sd: float
+    acceptance_length: float
+    num_ar_steps: int
+    num_sd_steps: int
+    measured_speedup: float | None = None
+    estimate_error: float | None = None
+
+
+def estimate_speedup(t_ar, t_sd, acceptance_length: float, *, measured_speedup: float | None = None) -> SpeedupEstimate:
+    """Appendix-G estimate from per-step latencies ``t_ar`` (baseline) and ``t_sd`` (SD).
+
+    ``t_ar`` and ``t_sd`` are step latencies in seconds (e.g. the step-latency samples of a
+    baseline and an SD run, any number each); their means enter the formula.
+    """
+    mean_ar = _positive_mean(t_ar, "t_ar")
+    mean_sd = _positive_mean(t_sd, "t_sd")
+    al = float(acceptance_length)
+    estimate = appendix_g_speedup(mean_ar, mean_sd, al)
+    return SpeedupEstimate(
+        speedup_estimate=estimate,
+        t_ar=mean_ar,
+        t_sd=mean_sd,
+        acceptance_length=al,
+        num_ar_steps=int(np.size(t_ar)),
+        num_sd_steps=int(np.size(t_sd)),
+        measured_speedup=measured_speedup,
+        estimate_error=None if measured_speedup is None else relative_error(estimate, measured_speedup),
+    )
+
+
+@dataclass
+class MeasuredSpeedup(JsonDataclass):
+    """Speedup measured from a baseline run and an SD run on the same prompts."""
+
+    output_tps_ratio: float
+    latency_ratio: float | None
+    latency_ratio_median: float | None
+    num_paired_requests: int
+
+
+def measured_speedup(
+    output_tps_ar: float,
+    output_tps_sd: float,
+    *,
+    latencies_ar=None,
+    latencies_sd=None,
+    question_ids_ar=None,
+    question_ids_sd=None,
+) -> MeasuredSpeedup:
+    """Output-TPS ratio ``tps_sd / tps_ar`` and, from per-request latencies paired by
+    question_id, ``sum lat_ar / sum lat_sd`` plus the median per-request ratio.
+
+    Use the same latency in both runs (E2E, or decode time ``t_N - t_1`` to leave prefill out).
+    Without ids, latencies are paired by position.
+    """
+    if output_tps_ar <= 0 or output_tps_sd <= 0:
+        raise MetricInputError(f"output TPS must be > 0 (got {output_tps_ar}, {output_tps_sd})")
+    ratio = latency_ratio = median = None
+    n = 0
+    if latencies_ar is not None and latencies_sd is not None:
+        la = as_float_array(latencies_ar, "latencies_ar")
+        ls = as_float_array(latencies_sd, "latencies_sd")
+        if question_ids_ar is not None and question_ids_sd is not None:
+            _, ia, ib = align_by_id(question_ids_ar, question_ids_sd)
+            la, ls = la[ia], ls[ib]
+        elif la.size != ls.size:
+            raise MetricInputError(f"latencies: {la.size} baseline vs {ls.size} SD requests and no question_ids to pair")
+        if (la <= 0).any() or (ls <= 0).any():
+            raise MetricInputError("latencies must be > 0")
+        n = int(la.size)
+        if n:
+            latency_ratio = float(la.sum() / ls.sum())
+            median = float(np.median(la / ls))
+    ratio = float(output_tps_sd / output_tps_ar)
+    return MeasuredSpeedup(
+        output_tps_ratio=ratio, latency_ratio=latency_ratio, latency_ratio_median=median, num_paired_requests=n
+    )
+
+
+@dataclass
+class DraftLengthChoice(JsonDataclass):
+    """Best draft length per concurrency from a sweep."""
+
+    best_draft_length: dict[str, int]
+    best_value: dict[str, float]
+    metric: str
+
+
+def best_draft_length(concurrency, draft_length, value, *, metric: str = "output_tps") -> DraftLengthChoice:
+    """For each concurrency, the draft length with the highest ``value`` (e.g. output TPS or
+    speedup); ties go to the shorter draft. Draft length 0 may stand for the baseline."""
+    c = as_float_array(concurrency, "concurrency")
+    k = as_float_array(draft_length, "draft_length")
+    v = as_float_array(value, "value", allow_nan=True)
+    if not (c.size == k.size == v.size):
+        raise MetricInputError(f"concurrency, draft_length and value differ in length ({c.size}, {k.size}, {v.size})")
+    best_k: dict[str, int] = {}
+    best_v: dict[str, float] = {}
+    for level in np.unique(c):
+        idx = np.flatnonzero((c == level) & ~np.isnan(v))
+        if idx.size == 0:
+            continue
+        order = idx[np.lexsort((k[idx], -v[idx]))]
+        key = str(int(level)) if float(level).is_integer() else str(level)
+        best_k[key] = int(k[order[0]])
+        best_v[key] = float(v[order[0]])
+    return DraftLengthChoice(best_draft_length=best_k, best_value=best_v, metric=metric)
