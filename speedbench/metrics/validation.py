@@ -45,7 +45,7 @@ def _to_int64(arr: np.ndarray, field: str, row_of=None) -> np.ndarray:
         if bad.any():
             i = _first_bad(bad)
             raise MetricInputError(
-                f"{field}: expected integers, got {arr[i]!r}{where(i)} "
+                f"{field}: expected integers, got {arr[i].item()!r}{where(i)} "
                 "(non-integer values are rejected, not truncated)"
             )
         out = arr.astype(np.int64)
@@ -63,7 +63,7 @@ def _to_int64(arr: np.ndarray, field: str, row_of=None) -> np.ndarray:
         out = np.asarray([int(v) for v in flat], dtype=np.int64)
     if (out < 0).any():
         i = _first_bad(out < 0)
-        raise MetricInputError(f"{field}: expected non-negative integers, got {out[i]}{where(i)}")
+        raise MetricInputError(f"{field}: expected non-negative integers, got {out[i].item()}{where(i)}")
     return out
 
 
@@ -117,7 +117,7 @@ def as_ragged_counts(rows, field: str) -> Ragged:
     if (values < 0).any():
         i = _first_bad(values < 0)
         r = int(np.searchsorted(offsets, i, side="right") - 1)
-        raise MetricInputError(f"{field}: negative value {values[i]} at row {r}, position {i - offsets[r]}")
+        raise MetricInputError(f"{field}: negative value {values[i].item()} at row {r}, position {i - offsets[r]}")
     return Ragged(values=values, offsets=offsets)
 
 
@@ -134,7 +134,7 @@ def as_float_array(values, field: str, *, allow_nan: bool = False) -> np.ndarray
     bad = np.isinf(arr) if allow_nan else ~np.isfinite(arr)
     if bad.any():
         i = _first_bad(bad)
-        raise MetricInputError(f"{field}: non-finite value {arr[i]} at index {i}")
+        raise MetricInputError(f"{field}: non-finite value {arr[i].item()} at index {i}")
     return arr
 
 
