@@ -1,0 +1,44 @@
+"""``speedbench report``: HTML + Markdown/CSV/JSON report from one or more run folders."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "report",
+        help="write an HTML/Markdown/CSV/JSON report from run folders",
+        description=(
+            "Read RUN_DIRs written by 'speedbench run' (records.jsonl, manifest.json, results.json) and write "
+            "a self-contained report.html (PNG plots embedded), report.md, report.json, one CSV per table and "
+            "figures/*.png. Every number is computed by speedbench.metrics from the records. Give a baseline "
+            "run (no speculation) and speculative runs on the same dataset config to get speedups; give runs "
+            "with several draft lengths to get the best draft length per batch size."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
+    parser.add_argument("--out", type=Path, default=Path("report"), help="folder to write the report into")
+    parser.add_argument("--title", default="SPEED-Bench report", help="page title")
+    parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples for the CIs")
+    parser.add_argument("--confidence", type=float, default=0.95, help="confidence level of the intervals")
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from speedbench.report import ReportOptions, RunFolderError, build_report, summary_lines
+
+    options = ReportOptions(num_resamples=args.resamples, confidence=args.confidence, seed=args.seed, title=args.title)
+    try:
+        files = build_report(args.run_dirs, args.out, options)
+    except RunFolderError as error:
+        print(f"speedbench report: {error}", file=sys.stderr)
+        return 1
+    for line in summary_lines(files.data):
+        print(line)
+    print(f"report: {files.html}  (also {files.markdown.name}, {files.json.name}, "
+          f"{len(files.csv)} CSV tables, {len(files.figures)} figures in {args.out})")
+    return 0

@@ -1,0 +1,124 @@
+"""The report's tables: which columns, in which order, with which headers and number formats.
+
+HTML, Markdown and CSV all render from these definitions, so the three show the same numbers
+(HTML and Markdown rounded the same way; CSV and JSON at full precision).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from speedbench.report.compute import ReportData
+
+
+def format_value(value: Any, kind: str = "num") -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float) and not math.isfinite(value):
+        return "-"
+    if kind == "ms":
+        return f"{value * 1e3:.2f}"
+    if kind == "pct":
+        return f"{value:.1%}"
+    if kind == "x":
+        return f"{value:.3f}x"
+    if kind == "int":
+        return f"{int(value)}"
+    if isinstance(value, float):
+        return f"{value:.3f}" if abs(value) < 1000 else f"{value:.1f}"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {format_value(v)}" for k, v in value.items())
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    header: str
+    kind: str = "num"
+    value: Callable[[dict], Any] | None = None
+
+    def get(self, row: dict) -> Any:
+        return self.value(row) if self.value else row.get(self.key)
+
+
+def _ci(row: dict, low: str = "acceptance_length_ci_low", high: str = "acceptance_length_ci_high") -> str:
+    if row.get(low) is None or row.get(high) is None:
+        return "-"
+    return f"[{format_value(row[low])}, {format_value(row[high])}]"
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    title: str
+    columns: tuple[Column, ...]
+    rows: Callable[[ReportData], list[dict]]
+    note: str = ""
+
+    def cells(self, data: ReportData) -> list[list[str]]:
+        return [[format_value(c.get(row), c.kind) for c in self.columns] for row in self.rows(data)]
+
+    def raw(self, data: ReportData) -> list[list[Any]]:
+        return [[c.get(row) for c in self.columns] for row in self.rows(data)]
+
+
+def _latency_columns() -> tuple[Column, ...]:
+    cols = []
+    for key, name in (("ttft", "TTFT"), ("step_latency", "step"), ("tpot", "TPOT"), ("e2e", "E2E")):
+        for stat in ("p50", "p90", "p99", "mean"):
+            cols.append(Column(f"{key}_{stat}_s", f"{name} {stat} (ms)", "ms"))
+    return tuple(cols)
+
+
+TABLES: tuple[Table, ...] = (
+    Table("runs", "Runs", (
+        Column("run", "run"), Column("label", "label"), Column("dataset_config", "dataset config"),
+        Column("speculation", "speculation"), Column("draft_length", "K", "int"), Column("engine", "engine"),
+        Column("engine_version", "engine version"), Column("model_id", "model"),
+        Column("num_measured_records", "records", "int")), lambda d: d.runs),
+    Table("acceptance", "Acceptance length per category", (
+        Column("label", "run"), Column("dataset_config", "config"), Column("point", "point"),
+        Column("category", "category"), Column("num_requests", "requests", "int"), Column("num_steps", "steps", "int"),
+        Column("acceptance_length", "AL (step-weighted)"), Column("ci", "95% CI", value=_ci),
+        Column("acceptance_length_request_weighted", "AL (request-weighted)"),
+        Column("mean_acceptance_rate", "accepted / drafted"), Column("source", "source")), lambda d: d.acceptance,
+        "Step-weighted AL pools all verification steps (1 + accepted / steps); request-weighted AL is the "
+        "mean of per-request ALs (what the published reference reports)."),
+    Table("position_rates", "Per-position conditional acceptance (all categories)", (
+        Column("label", "run"), Column("point", "point"), Column("position", "position", "int"),
+        Column("conditional_acceptance_rate", "AR_i"),
+        Column("ci", "95% CI", value=lambda r: _ci(r, "ci_low", "ci_high")),
+        Column("marginal_acceptance_rate", "P(>= i)")),
+        lambda d: [r for r in d.position_rates if r["category"] == "all"]),
+    Table("points", "Throughput and concurrency per load point", (
+        Column("label", "run"), Column("dataset_config", "config"), Column("point", "point"),
+        Column("requested_concurrency", "requested c", "int"), Column("achieved_concurrency", "achieved c"),
+        Column("num_requests", "requests", "int"), Column("num_errors", "errors", "int"),
+        Column("mean_prompt_tokens", "mean ISL (tokens)"),
+        Column("output_tps", "output TPS"), Column("user_tps_mean", "user TPS (mean)"),
+        Column("user_tps_p50", "user TPS (p50)"), Column("acceptance_length", "AL"),
+        Column("max_tokens_share", "cut at max tokens", "pct")), lambda d: d.points),
+    Table("speedup", "Speedup per concurrency: measured and Appendix-G estimate", (
+        Column("dataset_config", "config"), Column("sd_label", "SD run"), Column("concurrency", "c", "int"),
+        Column("output_tps_baseline", "baseline TPS"), Column("output_tps_sd", "SD TPS"),
+        Column("measured_speedup", "measured", "x"), Column("latency_ratio", "E2E latency ratio", "x"),
+        Column("t_ar_s", "t_ar (ms)", "ms"), Column("t_sd_s", "t_sd (ms)", "ms"), Column("acceptance_length", "AL"),
+        Column("estimated_speedup", "Appendix-G estimate", "x"), Column("estimate_error", "estimate error", "pct")),
+        lambda d: d.speedup,
+        "Measured = output TPS with SD / without, same prompts and concurrency. Estimate S = t_ar * AL / t_sd "
+        "with mean step latencies of the two runs and the SD run's AL."),
+    Table("best_draft_length", "Best draft length per batch size", (
+        Column("dataset_config", "config"), Column("concurrency", "c", "int"),
+        Column("best_draft_length", "best K", "int"), Column("best_output_tps", "output TPS"),
+        Column("candidates_output_tps", "output TPS by K")), lambda d: d.best_draft_length),
+    Table("latency", "Latency percentiles per load point", (
+        Column("label", "run"), Column("dataset_config", "config"), Column("requested_concurrency", "c", "int"),
+        *_latency_columns()), lambda d: d.points),
+    Table("flags", "Flags", (
+        Column("run", "run"), Column("point", "point"), Column("flag", "flag"), Column("kind", "kind"),
+        Column("count", "count", "int"), Column("detail", "detail")), lambda d: d.flags),
+)
