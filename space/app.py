@@ -1,0 +1,144 @@
+"""The SPEED-Bench leaderboard Space: Browse, Compare, Submit, About.
+
+Run locally: ``python space/app.py`` (serves on 127.0.0.1, port ``GRADIO_SERVER_PORT`` or 7860,
+store ``SPEEDBENCH_DB``). The layout follows the Hub's leaderboard template: texts, columns,
+population and submission each live in their own module under ``sbspace/``; the logic they call
+is :mod:`speedbench.leaderboard`.
+"""
+from __future__ import annotations
+
+import sys
+import warnings
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+try:
+    import speedbench  # noqa: F401  (installed, or copied next to app.py on the Space)
+except ImportError:  # running from a checkout of the repository
+    sys.path.insert(0, str(HERE.parent))
+
+import gradio as gr  # noqa: E402
+
+from sbspace import about, compare, populate, submission  # noqa: E402
+from sbspace.envs import Settings  # noqa: E402
+from speedbench.leaderboard.known_builds import KnownBuilds  # noqa: E402
+from speedbench.leaderboard.mirror import HubMirror  # noqa: E402
+from speedbench.leaderboard.store import LeaderboardStore  # noqa: E402
+
+warnings.filterwarnings("ignore", message=".*Pandas4Warning.*")
+warnings.filterwarnings("ignore", category=FutureWarning, module="gradio")
+
+
+def build_app(settings: Settings | None = None, store: LeaderboardStore | None = None,
+              known_builds: KnownBuilds | None = None) -> gr.Blocks:
+    settings = settings or Settings()
+    store = store or LeaderboardStore(settings.db_path)
+    known_builds = known_builds if known_builds is not None else KnownBuilds.load(settings.known_builds)
+    mirror = HubMirror(settings.mirror_repo) if settings.mirror_repo else None
+
+    def table(search, engines, methods, families, isl, sort_by, descending, show_ci):
+        frame, datatypes = populate.board_frame(
+            populate.all_rows(store), search=search, engines=engines, methods=methods, families=families,
+            isl=isl, sort_by=sort_by, descending=descending, show_ci=show_ci)
+        return gr.Dataframe(value=frame, datatype=datatypes)
+
+    def refresh_choices():
+        found = populate.filter_choices(populate.all_rows(store))
+        labels = compare.entry_choices(store)
+        return (gr.Dropdown(choices=found["engines"]), gr.Dropdown(choices=found["methods"]),
+                gr.Dropdown(choices=found["families"]), gr.Dropdown(choices=found["isls"]),
+                gr.Dropdown(choices=labels), gr.Dropdown(choices=found["isls"]))
+
+    rows = populate.all_rows(store)
+    found = populate.filter_choices(rows)
+    frame, datatypes = populate.board_frame(rows)
+
+    with gr.Blocks(title=about.TITLE, fill_width=True) as demo:
+        gr.Markdown(f"# {about.TITLE}")
+        gr.Markdown(about.INTRODUCTION)
+        with gr.Tabs():
+            with gr.Tab("Browse", id="browse"):
+                with gr.Row():
+                    search = gr.Textbox(label="Search", placeholder="model, drafter, method, GPU ...",
+                                        elem_id="search", scale=3)
+                    sort_by = gr.Dropdown(choices=[c.header for c in populate.visible_columns(rows, None, False)],
+                                          value="Mean AL", label="Sort by", elem_id="sort-by", scale=1)
+                    descending = gr.Checkbox(value=True, label="Descending", elem_id="descending", scale=0)
+                    show_ci = gr.Checkbox(value=False, label="Show 95% CIs", elem_id="show-ci", scale=0)
+                with gr.Row():
+                    engines = gr.Dropdown(choices=found["engines"], multiselect=True, label="Engine", elem_id="f-engine")
+                    methods = gr.Dropdown(choices=found["methods"], multiselect=True, label="SD method",
+                                          elem_id="f-method")
+                    families = gr.Dropdown(choices=found["families"], multiselect=True, label="Model family",
+                                           elem_id="f-family")
+                    isl = gr.Dropdown(choices=found["isls"], value="any", label="ISL (throughput bucket)",
+                                      elem_id="f-isl")
+                board_table = gr.Dataframe(value=frame, datatype=datatypes, interactive=False, pinned_columns=1,
+                                           wrap=True, elem_id="board", label="Entries", max_height=600)
+                controls = [search, engines, methods, families, isl, sort_by, descending, show_ci]
+                for control in controls:
+                    event = control.submit if control is search else control.change
+                    event(table, controls, board_table, api_name=False)
+                search.change(table, controls, board_table, api_name=False)
+
+            with gr.Tab("Compare", id="compare"):
+                with gr.Row():
+                    picked = gr.Dropdown(choices=compare.entry_choices(store), multiselect=True, scale=4,
+                                         label="Entries (the first is the reference)", elem_id="compare-entries")
+                    pareto_isl = gr.Dropdown(choices=found["isls"], value="any", label="ISL for Pareto curves",
+                                             elem_id="compare-isl", scale=1)
+                    compare_button = gr.Button("Compare", variant="primary", elem_id="compare-button", scale=0)
+                compare_note = gr.Markdown(elem_id="compare-note")
+                side_by_side = gr.Dataframe(label="AL per category, side by side", interactive=False,
+                                            elem_id="compare-side")
+                differences = gr.Dataframe(label="Paired AL difference (entry - reference) on shared prompts",
+                                           interactive=False, elem_id="compare-diff")
+                pareto = gr.LinePlot(x="user_tps", y="output_tps", color="entry", label="Pareto curves",
+                                     x_title="user tokens/s (median)", y_title="output tokens/s",
+                                     tooltip=["entry", "concurrency", "user_tps", "output_tps"], elem_id="pareto")
+
+                def run_compare(ids, isl_value):
+                    side, diffs, points, note = compare.compare(store, ids, isl_value)
+                    return side, diffs, points, note
+
+                compare_button.click(run_compare, [picked, pareto_isl],
+                                     [side_by_side, differences, pareto, compare_note], api_name="compare")
+
+            with gr.Tab("Submit", id="submit"):
+                gr.Markdown(about.SUBMIT_GUIDE)
+                upload = gr.File(label="Result bundle (.tar.gz or .zip)", file_types=[".gz", ".tgz", ".zip"],
+                                 type="filepath", elem_id="bundle-upload")
+                submit_button = gr.Button("Submit", variant="primary", elem_id="submit-button")
+                status = gr.Markdown(elem_id="submit-status")
+                result = gr.JSON(visible=False)
+
+                def on_submit(path, *control_values):
+                    outcome = submission.handle_upload(path, store, known_builds, settings.limits, mirror)
+                    return (outcome.markdown(), outcome.to_dict(), table(*control_values), *refresh_choices())
+
+                submit_button.click(
+                    on_submit, [upload, *controls],
+                    [status, result, board_table, engines, methods, families, isl, picked, pareto_isl],
+                    api_name="submit")
+
+            with gr.Tab("About", id="about"):
+                gr.Markdown(about.ABOUT)
+                gr.Textbox(value=about.CITATION, label=about.CITATION_LABEL, lines=6, buttons=["copy"],
+                           elem_id="citation")
+
+        demo.load(lambda *values: (table(*values), *refresh_choices()), controls,
+                  [board_table, engines, methods, families, isl, picked, pareto_isl], api_name=False)
+    demo.store = store  # for tests and for closing
+    return demo
+
+
+def main() -> None:
+    settings = Settings()
+    demo = build_app(settings)
+    demo.queue(default_concurrency_limit=4).launch(
+        server_name=settings.host, server_port=settings.port, max_file_size=settings.limits.max_archive_bytes)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+"""Texts shown by the Space: title, introduction, About tab, submission guide, citation."""
+
+TITLE = "SPEED-Bench leaderboard"
+
+INTRODUCTION = """
+Speculative decoding measured the way it behaves in production: acceptance length (AL) per
+domain on the **Qualitative** split and speedup under load on the **Throughput** split.
+Every number on this board is recomputed from the raw per-request records of each submission.
+"""
+
+ABOUT = """
+## What the columns mean
+
+- **Mean AL**: acceptance length, the tokens a verification step emits on average:
+  `AL = 1 + sum_i prod_{j<=i} AR_j`, where `AR_i` is the conditional acceptance rate of draft
+  position *i*. Step-weighted (all steps of all requests pooled); the request-weighted mean
+  (the published reference's convention) is in **AL (req.)**. The **95% CI** is a seeded
+  bootstrap over requests, stratified by category.
+- **Per-category AL** (coding ... writing): the same, on the 80 prompts of each Qualitative
+  category. The first chunk is dropped when it is the lone prefill token and the last chunk
+  of every stream is dropped (it is cut by `max_tokens` or EOS).
+- **Speedup ISL c=N**: measured speedup at input length ISL and N concurrent requests:
+  output tokens/s of the SD run divided by that of the autoregressive baseline run at the same
+  ISL and concurrency. Entries without a baseline run show no speedup. The Appendix-G estimate
+  `S = t_ar * AL / t_sd` is kept with each entry and shown in Compare.
+- **Pareto curves** (Compare): output tokens/s (system throughput) against median user
+  tokens/s (per-request speed), one point per concurrency.
+
+## How a row is checked
+
+A submission is a bundle of the run folders written by `speedbench run` plus
+`submission.json` (model, drafter, method, engine, GPU, draft length, temperature). The Space
+checks the bundle against a versioned schema, refuses anything but JSON files, checks that
+the dataset hash is a known SPEED-Bench build and that every record is a row of it, then
+recomputes every metric with the `speedbench.metrics` core. The submitter's own summary
+(`results.json`) is kept but never used.
+
+## How to reproduce a row
+
+```bash
+pip install speed-bench
+speedbench run --engine vllm --url http://127.0.0.1:8000 --tokenizer TOKENIZER_DIR \\
+    --dataset speed-bench --config qualitative --out runs/qual
+speedbench run ... --config throughput_8k --concurrency 1,4,16,64 --out runs/tp8k
+speedbench run ... --config throughput_8k --concurrency 1,4,16,64 --out runs/tp8k-ar   # without SD
+speedbench submit runs/qual runs/tp8k --baseline runs/tp8k-ar --space URL \\
+    --model MODEL --drafter DRAFTER --method eagle3 --gpu H100 --draft-length 3 --temperature 0
+```
+
+`speedbench submit ... --dry-run` packs and checks the bundle and prints the figures the board
+will show, without submitting. The raw bundle of every entry is kept in the Space's store, so
+the whole board can be recomputed when the metrics change.
+"""
+
+SUBMIT_GUIDE = """
+Upload a bundle (`.tar.gz` or `.zip`) written by `speedbench submit RUN_DIR ... --out bundle.tar.gz`,
+or submit from the command line with `speedbench submit RUN_DIR --space URL`.
+Bundles hold only JSON files; each is validated, every metric is recomputed from the raw
+records, and the same bundle cannot be submitted twice.
+"""
+
+CITATION_LABEL = "Cite SPEED-Bench"
+CITATION = r"""@article{speedbench2026,
+  title   = {SPEED-Bench: A Unified and Diverse Benchmark for Speculative Decoding},
+  journal = {arXiv preprint arXiv:2604.09557},
+  year    = {2026}
+}"""

@@ -1,0 +1,33 @@
+"""Comparison: per-category AL side by side, paired differences, Pareto curves of chosen entries."""
+from __future__ import annotations
+
+import pandas as pd
+
+from speedbench.leaderboard import board
+from speedbench.leaderboard.store import LeaderboardStore
+
+PARETO_COLUMNS = ["entry", "user_tps", "output_tps", "concurrency"]
+DIFF_COLUMNS = ["reference", "entry", "category", "al_reference", "al_entry", "difference", "ci_low", "ci_high",
+                "paired_prompts"]
+
+
+def entry_choices(store: LeaderboardStore) -> list[tuple[str, str]]:
+    return [(board.entry_label(e), e.id) for e in store.entries()]
+
+
+def compare(store: LeaderboardStore, ids: list[str], isl: str | None):
+    """(side-by-side AL, paired differences, Pareto points, note) for the chosen entry ids."""
+    entries = [e for e in (store.get(i) for i in ids or []) if e is not None]
+    if len(entries) < 2:
+        empty = pd.DataFrame()
+        return empty, pd.DataFrame(columns=DIFF_COLUMNS), pd.DataFrame(columns=PARETO_COLUMNS), \
+            "Pick two or more entries."
+    side = pd.DataFrame(board.per_category_side_by_side(entries))
+    diffs = pd.DataFrame(board.paired_differences(store, entries), columns=DIFF_COLUMNS)
+    isl = isl if isl and isl != "any" else None
+    pareto = pd.DataFrame(board.pareto_points(entries, isl), columns=PARETO_COLUMNS + ["on_frontier"])
+    note = (f"Differences are AL(entry) - AL({entries[0].id}) over the prompts both ran, with paired bootstrap "
+            "95% CIs.")
+    if pareto.empty:
+        note += " No throughput points to plot for this selection."
+    return side, diffs, pareto[PARETO_COLUMNS], note

@@ -1,0 +1,20 @@
+"""The leaderboard core the Space runs on: bundle format, validation, recomputation, storage.
+
+A *bundle* is a tar.gz or zip holding one or more run folders written by ``speedbench run``
+(``records.jsonl``, ``manifest.json``, ``results.json``) plus ``submission.json`` (who ran
+what). The Space never trusts the numbers inside a bundle: it re-reads the raw per-request
+records and recomputes every metric with :mod:`speedbench.metrics`.
+
+Modules, one concept each:
+
+- :mod:`~speedbench.leaderboard.schema`      bundle schema version, submission metadata, rejections
+- :mod:`~speedbench.leaderboard.archive`     reading an uploaded archive safely (JSON only, size caps)
+- :mod:`~speedbench.leaderboard.pack`        packing RUN_DIRs into a bundle (``speedbench submit``)
+- :mod:`~speedbench.leaderboard.records_adapter`  run records -> metric inputs (the one place that knows the record format)
+- :mod:`~speedbench.leaderboard.known_builds` the SPEED-Bench dataset builds a run may declare
+- :mod:`~speedbench.leaderboard.recompute`   every board figure recomputed from raw records
+- :mod:`~speedbench.leaderboard.validate`    the whole check: bytes in, a validated entry or a rejection out
+- :mod:`~speedbench.leaderboard.store`       SQLite (WAL) store of submissions and raw bundles
+- :mod:`~speedbench.leaderboard.mirror`      optional mirror of the store to a Hub dataset repo
+- :mod:`~speedbench.leaderboard.board`       the table and comparisons the Space shows
+"""

@@ -1,0 +1,185 @@
+"""What the board shows, as plain data: one flat row per entry, filters, Pareto points, comparisons.
+
+Rows use stable machine keys (``al``, ``al_coding``, ``speedup_8k_c16`` ...); the Space's column
+module maps them to headers. Everything here is pure (no Gradio), so it is tested directly.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import lru_cache
+
+from speedbench.leaderboard.recompute import compare_runs, finite
+from speedbench.leaderboard.store import Entry, LeaderboardStore
+from speedbench.schema import QUALITATIVE_CATEGORIES, THROUGHPUT_BUCKETS
+
+IDENTITY_KEYS = ("id", "model", "model_family", "drafter", "sd_method", "engine", "engine_version", "gpu",
+                 "draft_length", "temperature")
+ISL_ORDER = tuple(THROUGHPUT_BUCKETS)  # 1k, 2k, 8k, 16k, 32k
+
+
+def _round(value, digits: int = 3):
+    value = finite(value)
+    return None if value is None else round(value, digits)
+
+
+def speedup_key(isl: str, concurrency: int) -> str:
+    return f"speedup_{isl}_c{concurrency}"
+
+
+def entry_row(entry: Entry) -> dict:
+    """The flat board row of one entry."""
+    meta, metrics = entry.metadata, entry.metrics
+    acceptance = metrics.get("acceptance", {})
+    ci = acceptance.get("acceptance_length_ci") or [None, None]
+    row = {key: meta.get(key) for key in IDENTITY_KEYS if key != "id"}
+    row["id"] = entry.id
+    row["al"] = _round(acceptance.get("acceptance_length"))
+    row["al_ci_low"], row["al_ci_high"] = _round(ci[0]), _round(ci[1])
+    row["al_request_weighted"] = _round(acceptance.get("acceptance_length_request_weighted"))
+    for category, figures in acceptance.get("per_category", {}).items():
+        cat_ci = figures.get("acceptance_length_ci") or [None, None]
+        row[f"al_{category}"] = _round(figures.get("acceptance_length"))
+        row[f"al_{category}_ci_low"], row[f"al_{category}_ci_high"] = _round(cat_ci[0]), _round(cat_ci[1])
+    isls = set()
+    for point in metrics.get("points", []):
+        if point.get("isl") and point.get("role") == "sd":
+            isls.add(point["isl"])
+    for speedup in metrics.get("speedup", []):
+        if speedup.get("isl") and speedup.get("concurrency"):
+            row[speedup_key(speedup["isl"], speedup["concurrency"])] = _round(speedup.get("speedup_measured"))
+    row["isls"] = sorted(isls, key=lambda i: ISL_ORDER.index(i) if i in ISL_ORDER else 99)
+    row["submitted"] = entry.submitted_at[:10]
+    return row
+
+
+def speedup_columns(rows: Iterable[dict], isl: str | None = None) -> list[str]:
+    """The speedup keys present in ``rows`` (only one ISL's when given), by ISL then concurrency."""
+    keys = {k for row in rows for k in row if k.startswith("speedup_")}
+    if isl:
+        keys = {k for k in keys if k.split("_")[1] == isl}
+
+    def order(key: str):
+        _, bucket, c = key.split("_")
+        return (ISL_ORDER.index(bucket) if bucket in ISL_ORDER else 99, int(c[1:]))
+
+    return sorted(keys, key=order)
+
+
+def category_columns(rows: Iterable[dict]) -> list[str]:
+    """``al_<category>`` keys present, qualitative categories in the published order first."""
+    present = {k[3:] for row in rows for k in row
+               if k.startswith("al_") and not k.endswith(("_ci_low", "_ci_high")) and k != "al_request_weighted"}
+    ordered = [c for c in QUALITATIVE_CATEGORIES if c in present] + sorted(present - set(QUALITATIVE_CATEGORIES))
+    return [f"al_{c}" for c in ordered]
+
+
+def filter_rows(rows: list[dict], *, search: str = "", engines: Iterable[str] = (), methods: Iterable[str] = (),
+                families: Iterable[str] = (), isl: str | None = None) -> list[dict]:
+    """Rows matching every filter: ``search`` (case-insensitive, all words, in any identity
+    field), engine / SD method / model family (any of the chosen; none chosen = all), and ISL
+    (entries measured at that throughput bucket)."""
+    words = search.lower().split()
+    engines, methods, families = set(engines or ()), set(methods or ()), set(families or ())
+    out = []
+    for row in rows:
+        haystack = " ".join(str(row.get(k) or "") for k in IDENTITY_KEYS).lower()
+        if words and not all(w in haystack for w in words):
+            continue
+        if engines and row.get("engine") not in engines:
+            continue
+        if methods and row.get("sd_method") not in methods:
+            continue
+        if families and row.get("model_family") not in families:
+            continue
+        if isl and isl not in row.get("isls", ()):
+            continue
+        out.append(row)
+    return out
+
+
+def sort_rows(rows: list[dict], key: str, descending: bool = True) -> list[dict]:
+    """Sorted by ``key``; rows without a value go last either way."""
+    present = [r for r in rows if r.get(key) is not None]
+    missing = [r for r in rows if r.get(key) is None]
+    return sorted(present, key=lambda r: r[key], reverse=descending) + missing
+
+
+def choices(rows: list[dict], key: str) -> list[str]:
+    return sorted({str(r[key]) for r in rows if r.get(key)})
+
+
+def entry_label(entry: Entry) -> str:
+    meta = entry.metadata
+    return f"{entry.id} | {meta.get('model')} | {meta.get('drafter')} ({meta.get('sd_method')}, {meta.get('engine')})"
+
+
+def pareto_points(entries: Iterable[Entry], isl: str | None = None) -> list[dict]:
+    """(user TPS, output TPS) of every SD load point on a throughput bucket, labelled by entry.
+
+    ``on_frontier`` marks each entry's own Pareto frontier (computed by the metrics core)."""
+    from speedbench.metrics.latency import pareto_frontier
+
+    out = []
+    for entry in entries:
+        points = [p for p in entry.metrics.get("points", [])
+                  if p.get("role") == "sd" and p.get("isl") and (isl is None or p["isl"] == isl)
+                  and finite(p.get("user_tps_p50")) is not None and finite(p.get("output_tps")) is not None]
+        if not points:
+            continue
+        frontier = set(pareto_frontier([p["user_tps_p50"] for p in points], [p["output_tps"] for p in points]).tolist())
+        for i, p in enumerate(points):
+            out.append({"entry": f"{entry.id} ({p['isl']})", "user_tps": p["user_tps_p50"],
+                        "output_tps": p["output_tps"], "concurrency": p["concurrency"], "on_frontier": i in frontier})
+    return sorted(out, key=lambda p: (p["entry"], p["concurrency"] or 0))
+
+
+def per_category_side_by_side(entries: list[Entry]) -> list[dict]:
+    """One row per category, one AL column per entry (``<id>`` and ``<id> CI``)."""
+    rows = [entry_row(e) for e in entries]
+    cats = [c[3:] for c in category_columns(rows)]
+    table = []
+    for cat in ["all", *cats]:
+        line = {"category": cat}
+        for entry, row in zip(entries, rows):
+            key = "al" if cat == "all" else f"al_{cat}"
+            low, high = row.get(f"{key}_ci_low"), row.get(f"{key}_ci_high")
+            line[entry.id] = row.get(key)
+            line[f"{entry.id} 95% CI"] = f"[{low:.3f}, {high:.3f}]" if low is not None and high is not None else ""
+        table.append(line)
+    return table
+
+
+@lru_cache(maxsize=32)
+def _acceptance_records(store_path: str, entry_id: str, archive_sha256: str):
+    # cache key includes the archive hash, so a rebuilt store never serves stale records
+    from speedbench.leaderboard.recompute import acceptance_runs
+    from speedbench.leaderboard.validate import STORED_LIMITS, read_runs
+
+    store = LeaderboardStore(store_path)
+    try:
+        archive = store.archive(entry_id)
+    finally:
+        store.close()
+    metadata, runs, _ = read_runs(archive, STORED_LIMITS)
+    return [rec for run in acceptance_runs(runs) for rec in run.records], metadata.draft_length
+
+
+def paired_differences(store: LeaderboardStore, entries: list[Entry]) -> list[dict]:
+    """Each entry against the first (the reference): AL difference (B - A) on the prompts both
+    ran, with its paired bootstrap CI, overall and per category."""
+    if len(entries) < 2:
+        return []
+    ref = entries[0]
+    ref_records, ref_k = _acceptance_records(str(store.path), ref.id, ref.archive_sha256)
+    out = []
+    for other in entries[1:]:
+        records, k = _acceptance_records(str(store.path), other.id, other.archive_sha256)
+        result = compare_runs(ref_records, records, ref_k, k)
+        for category, comparison in result.items():
+            diff = comparison["acceptance_length"]
+            ci = diff.get("difference_ci") or [None, None]
+            out.append({"reference": ref.id, "entry": other.id, "category": category,
+                        "al_reference": _round(diff.get("value_a")), "al_entry": _round(diff.get("value_b")),
+                        "difference": _round(diff.get("difference")), "ci_low": _round(ci[0]),
+                        "ci_high": _round(ci[1]), "paired_prompts": diff.get("num_paired")})
+    return out

@@ -1,0 +1,140 @@
+"""Every figure on the board, recomputed from the raw per-request records with the metrics core.
+
+Nothing a submitter computed is used: ``results.json`` is kept in the bundle for reference only.
+
+- acceptance: AL (step- and request-weighted) with bootstrap CIs, overall and per category,
+  from the SD runs of the qualitative split (or, without one, from every SD run);
+- throughput: per run and load point, output TPS, user TPS, step latency and AL;
+- speedup: at each load point of an SD run on a throughput bucket (ISL) that has a baseline
+  (autoregressive) run at the same bucket and concurrency: the measured ratio of output TPS,
+  and the Appendix-G estimate ``t_ar * AL / t_sd`` from mean step latencies.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from speedbench.leaderboard import records_adapter as adapter
+from speedbench.leaderboard.records_adapter import RunData
+from speedbench.metrics.acceptance import (
+    RequestAcceptance,
+    acceptance_from_step_sizes,
+    compare_acceptance,
+    requests_from_step_sizes,
+)
+from speedbench.metrics.latency import summarize_latency, timings_from_lists
+from speedbench.metrics.results import to_jsonable
+from speedbench.metrics.speedup import appendix_g_speedup, measured_speedup
+
+METRICS_VERSION = "1"
+NUM_RESAMPLES = 1000
+SEED = 0
+_AL_KEYS = ("acceptance_length", "acceptance_length_ci", "acceptance_length_request_weighted",
+            "acceptance_length_request_weighted_ci", "mean_acceptance_rate", "conditional_acceptance_rate",
+            "num_requests", "num_steps", "max_tokens_share")
+
+
+def _acceptance_inputs(records, draft_length: int) -> dict:
+    return dict(step_sizes=adapter.step_sizes(records), draft_length=draft_length,
+                categories=adapter.categories(records), question_ids=adapter.question_ids(records),
+                finish_reasons=[r.finish_reason for r in records])
+
+
+def request_acceptance(records, draft_length: int) -> RequestAcceptance:
+    """The metrics core's per-request acceptance table of these records (used by Compare)."""
+    return requests_from_step_sizes(**_acceptance_inputs(records, draft_length))
+
+
+def acceptance_runs(runs: list[RunData]) -> list[RunData]:
+    """The SD runs whose records give the board's AL: the qualitative split when present."""
+    sd = [r for r in runs if r.role == "sd"]
+    qualitative = [r for r in sd if r.isl is None]
+    return qualitative or sd
+
+
+def _acceptance(runs: list[RunData], draft_length: int) -> dict:
+    source = acceptance_runs(runs)
+    records = [rec for run in source for rec in run.records]
+    summary = acceptance_from_step_sizes(**_acceptance_inputs(records, draft_length),
+                                         num_resamples=NUM_RESAMPLES, seed=SEED).to_dict()
+    out = {k: summary.get(k) for k in _AL_KEYS}
+    out["per_category"] = {c: {k: v.get(k) for k in _AL_KEYS} for c, v in summary["per_category"].items()}
+    out["runs"] = [r.path for r in source]
+    out["dataset_configs"] = sorted({r.dataset_config for r in source})
+    out["warnings"] = summary.get("warnings", [])
+    out["checks_failed"] = summary.get("checks_failed", [])
+    return out
+
+
+def _point_figures(run: RunData, point: str, records, draft_length: int) -> dict:
+    origin = min(r.scheduled_ns for r in records)
+    timings = timings_from_lists(
+        [(r.scheduled_ns - origin) / 1e9 for r in records],
+        [[(t - origin) / 1e9 for t in r.chunk_ns] for r in records],
+        [r.chunk_tokens for r in records])
+    concurrency = adapter.point_concurrency(point, records)
+    latency = summarize_latency(timings, requested_concurrency=concurrency).to_dict()
+    figures = {
+        "run": run.path, "role": run.role, "dataset_config": run.dataset_config, "isl": run.isl,
+        "point": point, "concurrency": concurrency, "num_requests": len(records),
+        "output_tps": latency["output_tps"], "user_tps_p50": latency["user_tps"]["p50"],
+        "user_tps_mean": latency["user_tps"]["mean"], "step_latency_mean": latency["step_latency"]["mean"],
+        "ttft_p50": latency["ttft"]["p50"], "tpot_p50": latency["tpot"]["p50"],
+        "achieved_concurrency": latency["achieved_concurrency"],
+    }
+    if run.role == "sd":
+        al = acceptance_from_step_sizes(**_acceptance_inputs(records, draft_length), num_resamples=0).to_dict()
+        figures["acceptance_length"] = al["acceptance_length"]
+    return figures
+
+
+def _speedup(sd: dict, baseline: dict) -> dict:
+    estimate = measured = None
+    if sd.get("acceptance_length") and sd["step_latency_mean"] and baseline["step_latency_mean"]:
+        estimate = appendix_g_speedup(t_ar=baseline["step_latency_mean"], t_sd=sd["step_latency_mean"],
+                                      acceptance_length=sd["acceptance_length"])
+    if sd["output_tps"] and baseline["output_tps"]:
+        measured = measured_speedup(baseline["output_tps"], sd["output_tps"]).output_tps_ratio
+    return {"isl": sd["isl"], "dataset_config": sd["dataset_config"], "concurrency": sd["concurrency"],
+            "point": sd["point"], "speedup_measured": measured, "speedup_estimate": estimate,
+            "sd_output_tps": sd["output_tps"], "baseline_output_tps": baseline["output_tps"]}
+
+
+def recompute_metrics(runs: list[RunData], draft_length: int) -> dict:
+    """The ``metrics`` document of an entry (JSON-safe: NaN and inf become null)."""
+    points = [_point_figures(run, point, records, draft_length)
+              for run in runs for point, records in sorted(run.points.items())]
+    baselines = {(p["dataset_config"], p["concurrency"]): p for p in points if p["role"] == "baseline"}
+    speedups = [_speedup(p, baselines[(p["dataset_config"], p["concurrency"])])
+                for p in points
+                if p["role"] == "sd" and p["isl"] and (p["dataset_config"], p["concurrency"]) in baselines]
+    return to_jsonable({
+        "metrics_version": METRICS_VERSION,
+        "acceptance": _acceptance(runs, draft_length),
+        "points": points,
+        "speedup": speedups,
+        "requests": {"measured": sum(len(r.records) for r in runs), "errors": sum(r.num_errors for r in runs),
+                     "warmup": sum(r.num_warmup for r in runs)},
+    })
+
+
+def compare_runs(records_a, records_b, draft_length_a: int, draft_length_b: int) -> dict:
+    """Paired AL difference (B - A) over the prompts both ran, overall and per category."""
+    out = {"all": compare_acceptance(request_acceptance(records_a, draft_length_a),
+                                     request_acceptance(records_b, draft_length_b),
+                                     num_resamples=NUM_RESAMPLES, seed=SEED).to_dict()}
+    cats = sorted({r.category for r in records_a} & {r.category for r in records_b})
+    for cat in cats:
+        sub_a = [r for r in records_a if r.category == cat]
+        sub_b = [r for r in records_b if r.category == cat]
+        out[cat] = compare_acceptance(request_acceptance(sub_a, draft_length_a),
+                                      request_acceptance(sub_b, draft_length_b),
+                                      num_resamples=NUM_RESAMPLES, seed=SEED).to_dict()
+    return to_jsonable(out)
+
+
+def finite(value) -> float | None:
+    """A board cell: a finite float or None."""
+    if value is None:
+        return None
+    value = float(value)
+    return value if np.isfinite(value) else None
