@@ -1,0 +1,157 @@
+"""What every engine adapter does: build one request from token ids, read one streamed event.
+
+An adapter knows an engine's wire format (``../shared/docs/engine-wire-formats.md``) and
+nothing about timing or load: the stream loop (``speedbench.client.stream``) stamps events,
+the load shapes decide when to send. Adapters are cheap objects built once per run; per-request
+state lives in a ``StreamState``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from speedbench.records import EngineSpecStats
+
+
+@dataclass
+class SamplingOptions:
+    """Generation options sent with every request.
+
+    Defaults follow the paper's main setting: greedy decoding (temperature 0; Table 1 also
+    reports temperature 1), outputs long enough for SD statistics (the paper's prompts average
+    about 650 output tokens on the Qualitative split and 2.4k at 16k ISL; 4096 leaves room, and
+    requests that hit the cap are counted in the results), natural stopping at EOS
+    (``ignore_eos`` False; turn it on for throughput runs that need fixed output lengths), and a
+    fixed seed so that sampled runs can be repeated.
+    """
+
+    max_tokens: int = 4096
+    temperature: float = 0.0
+    ignore_eos: bool = False
+    seed: int | None = 0
+    top_p: float | None = None
+
+
+class StreamError(Exception):
+    """A request that failed; ``kind`` names the cause for the error record."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+@dataclass
+class StreamState:
+    """What one request has accumulated so far."""
+
+    tokens_total: int = 0
+    text: str = ""
+    finish_reason: str | None = None
+    response_id: str | None = None
+    usage: dict[str, Any] | None = None
+    last_event: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class CounterAcceptance:
+    """Run-level acceptance from Prometheus counter deltas over one load point.
+
+    drafts: verification steps that carried a draft; draft_tokens / accepted_tokens: proposed and
+    accepted draft tokens; accepted_per_position[i]: steps that accepted position i+1 (so
+    ``accepted_per_position[i] / drafts`` is the marginal P(>= i+1 accepted));
+    verify_steps: decode steps when the engine counts them (SGLang), else None;
+    generation_tokens: output tokens over the point.
+    """
+
+    source: str
+    drafts: float | None = None
+    draft_tokens: float | None = None
+    accepted_tokens: float | None = None
+    accepted_per_position: list[float] | None = None
+    verify_steps: float | None = None
+    generation_tokens: float | None = None
+
+
+class EngineAdapter:
+    """Base class; subclasses set the class attributes and override the hooks."""
+
+    name = "base"
+    generate_path = "/v1/completions"
+    metrics_path: str | None = "/metrics"
+    # Whether a clean stream ends with ``data: [DONE]`` (an EOF before it is a dropped connection).
+    stream_ends_with_done = True
+    # Whether the adapter merges one step's events into one chunk (``step_key``).
+    chunks_are_steps = True
+
+    def __init__(self, url: str, sampling: SamplingOptions | None = None, model: str | None = None,
+                 extra_body: dict[str, Any] | None = None):
+        self.url = url.rstrip("/")
+        self.sampling = sampling or SamplingOptions()
+        self.model = model
+        self.extra_body = dict(extra_body or {})
+
+    # -- request ----------------------------------------------------------------------------
+    def build_payload(self, prompt_ids: list[int]) -> dict[str, Any]:
+        raise NotImplementedError
+
+    @property
+    def generate_url(self) -> str:
+        return self.url + self.generate_path
+
+    # -- stream -----------------------------------------------------------------------------
+    def parse_event(self, event: dict[str, Any], state: StreamState) -> tuple[int, Any]:
+        """Update ``state`` from one decoded SSE event; return (new tokens, step key or None).
+
+        Consecutive events with the same non-None step key belong to one verification step.
+        Raise ``StreamError("malformed", ...)`` for an event that does not fit the format.
+        """
+        raise NotImplementedError
+
+    def engine_stats(self, state: StreamState) -> EngineSpecStats | None:
+        return None
+
+    # -- server ----------------------------------------------------------------------------
+    async def describe_server(self, session) -> dict[str, Any]:
+        """Model id and engine version as the server reports them (best effort)."""
+        info: dict[str, Any] = {"model_id": None, "engine_version": None}
+        models = await get_json(session, self.url + "/v1/models")
+        if models and models.get("data"):
+            info["model_id"] = models["data"][0].get("id")
+        return info
+
+    def counter_acceptance(self, delta: dict[str, float], per_position: dict[int, float]) -> CounterAcceptance | None:
+        """Acceptance from counter deltas (``delta`` summed over labels except ``position``)."""
+        return None
+
+
+async def get_json(session, url: str) -> Any:
+    """GET a JSON document; None when the route is absent or unreadable (describing is best effort)."""
+    import aiohttp
+
+    try:
+        async with session.get(url, timeout=aiohttp.ClientTimeout(total=10)) as response:
+            if response.status != 200:
+                return None
+            return await response.json(content_type=None)
+    except (aiohttp.ClientError, TimeoutError, ValueError):
+        return None
+
+
+def require(event: dict[str, Any], key: str, engine: str) -> Any:
+    if key not in event:
+        raise StreamError("malformed", f"{engine} event without {key!r}: {str(event)[:200]}")
+    return event[key]
+
+
+def usage_delta(event: dict[str, Any], state: StreamState) -> int | None:
+    """New tokens from cumulative ``usage.completion_tokens`` (continuous usage stats)."""
+    usage = event.get("usage")
+    if not usage or usage.get("completion_tokens") is None:
+        return None
+    state.usage = usage
+    new = int(usage["completion_tokens"]) - state.tokens_total
+    if new < 0:
+        raise StreamError("malformed", f"usage.completion_tokens went backwards: {usage}")
+    return new

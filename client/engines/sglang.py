@@ -1,0 +1,111 @@
+"""SGLang's native ``/generate`` route with ``input_ids``.
+
+Each SSE event carries the *cumulative* ``text`` (unless the server runs with
+``--incremental-streaming-output``) and cumulative ``meta_info.completion_tokens``; the delta
+of the latter is the step's token count. The final event's ``meta_info`` carries
+``spec_verify_ct`` and, in newer releases, ``spec_num_correct_drafts`` /
+``spec_num_proposed_drafts`` / a histogram (names vary across releases, parsed defensively).
+``finish_reason`` is an object (``{"type": "length", "length": N}``). SGLang's own
+``spec_accept_length`` = completion_tokens / spec_verify_ct counts the prefill token too; the
+normalized statistics use 1 + accepted / verify_steps like the other engines.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from speedbench.client.engines.base import (
+    CounterAcceptance,
+    EngineAdapter,
+    StreamError,
+    StreamState,
+    get_json,
+    require,
+)
+from speedbench.records import EngineSpecStats
+
+_HISTOGRAM_KEYS = ("spec_correct_drafts_histogram", "spec_accept_histogram", "spec_acceptance_histogram")
+
+
+class SGLangAdapter(EngineAdapter):
+    name = "sglang"
+    generate_path = "/generate"
+
+    def build_payload(self, prompt_ids: list[int]) -> dict[str, Any]:
+        s = self.sampling
+        sampling: dict[str, Any] = {"max_new_tokens": s.max_tokens, "temperature": s.temperature,
+                                    "ignore_eos": s.ignore_eos}
+        if s.seed is not None:
+            sampling["sampling_seed"] = s.seed
+        if s.top_p is not None:
+            sampling["top_p"] = s.top_p
+        payload: dict[str, Any] = {"input_ids": prompt_ids, "sampling_params": sampling, "stream": True}
+        payload.update(self.extra_body)
+        return payload
+
+    def parse_event(self, event: dict[str, Any], state: StreamState) -> tuple[int, Any]:
+        if "error" in event and "meta_info" not in event:
+            raise StreamError("engine_error", f"sglang error event: {str(event['error'])[:300]}")
+        meta = require(event, "meta_info", self.name)
+        if not isinstance(meta, dict) or "completion_tokens" not in meta:
+            raise StreamError("malformed", f"sglang meta_info without completion_tokens: {str(meta)[:200]}")
+        state.last_event = event
+        text = event.get("text")
+        if isinstance(text, str):
+            # Cumulative text; a server with --incremental-streaming-output sends deltas instead.
+            state.text = text if text.startswith(state.text) else state.text + text
+        if state.response_id is None and meta.get("id"):
+            state.response_id = meta["id"]
+        finish = meta.get("finish_reason")
+        if finish:
+            state.finish_reason = finish.get("type") if isinstance(finish, dict) else str(finish)
+        state.extra["meta"] = meta
+        total = int(meta["completion_tokens"])
+        new = total - state.tokens_total
+        if new < 0:
+            raise StreamError("malformed", f"sglang completion_tokens went backwards ({state.tokens_total} -> {total})")
+        state.tokens_total = total
+        return new, None
+
+    def engine_stats(self, state: StreamState) -> EngineSpecStats | None:
+        meta = state.extra.get("meta") or {}
+        if meta.get("spec_verify_ct") is None:
+            return None
+        verify = int(meta["spec_verify_ct"])
+        tokens = int(meta.get("completion_tokens", state.tokens_total))
+        accepted = meta.get("spec_num_correct_drafts")
+        if accepted is None:
+            accepted = max(0, tokens - verify - 1)
+        histogram = next((meta[k] for k in _HISTOGRAM_KEYS if isinstance(meta.get(k), list)), None)
+        raw = {k: v for k, v in meta.items() if k.startswith("spec_") or k == "completion_tokens"}
+        return EngineSpecStats(
+            source="sglang.meta_info",
+            verify_steps=verify,
+            draft_tokens=meta.get("spec_num_proposed_drafts"),
+            accepted_tokens=int(accepted),
+            acceptance_histogram=histogram,
+            draft_length=(len(histogram) - 1) if histogram else meta.get("spec_cap_length"),
+            raw=raw,
+        )
+
+    async def describe_server(self, session) -> dict[str, Any]:
+        info: dict[str, Any] = {"model_id": None, "engine_version": None}
+        model_info = await get_json(session, self.url + "/get_model_info")
+        if model_info:
+            info["model_id"] = model_info.get("model_path")
+        server_info = await get_json(session, self.url + "/get_server_info")
+        if server_info:
+            if server_info.get("version"):
+                info["engine_version"] = f"sglang {server_info['version']}"
+            info["server_info"] = {k: server_info.get(k) for k in ("speculative_algorithm",
+                                                                  "speculative_num_draft_tokens",
+                                                                  "speculative_num_steps") if k in server_info}
+        return info
+
+    def counter_acceptance(self, delta: dict[str, float], per_position: dict[int, float]) -> CounterAcceptance | None:
+        if "sglang:spec_verify_calls_total" not in delta:
+            return None
+        return CounterAcceptance(
+            source="sglang.prometheus",
+            verify_steps=delta.get("sglang:spec_verify_calls_total"),
+            generation_tokens=delta.get("sglang:generation_tokens_total"),
+        )

@@ -1,0 +1,86 @@
+"""vLLM's OpenAI-compatible server (``vllm serve``): ``/v1/completions`` with a token-id prompt.
+
+Request: ``stream_options`` ``include_usage`` + ``continuous_usage_stats`` (every chunk carries
+cumulative ``usage.completion_tokens``, exact deltas even when text is empty) and
+``return_token_ids`` (each chunk's new token ids). The final usage chunk carries
+``metrics.speculative_decoding`` when the server runs with
+``--per-request-spec-decode-metrics`` (experimental: absent otherwise, then chunks and
+counters remain). Prometheus counters ``vllm:spec_decode_*`` at ``/metrics``.
+vLLM coalesces tokens of several steps into one chunk when the client lags or
+``--stream-interval`` > 1, so chunks are steps only as long as no chunk exceeds K+1 tokens; the
+results flag it.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from speedbench.client.engines.base import CounterAcceptance, EngineAdapter, StreamState, get_json
+from speedbench.client.engines.openai import parse_openai_completion_event
+from speedbench.records import EngineSpecStats
+
+
+class VllmAdapter(EngineAdapter):
+    name = "vllm"
+
+    def build_payload(self, prompt_ids: list[int]) -> dict[str, Any]:
+        s = self.sampling
+        payload: dict[str, Any] = {
+            "model": self.model or "",
+            "prompt": prompt_ids,
+            "max_tokens": s.max_tokens,
+            "temperature": s.temperature,
+            "ignore_eos": s.ignore_eos,
+            "stream": True,
+            "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+            "return_token_ids": True,
+        }
+        if s.seed is not None:
+            payload["seed"] = s.seed
+        if s.top_p is not None:
+            payload["top_p"] = s.top_p
+        payload.update(self.extra_body)
+        return payload
+
+    def parse_event(self, event: dict[str, Any], state: StreamState) -> tuple[int, Any]:
+        new = parse_openai_completion_event(event, state, self.name)
+        metrics = (event.get("metrics") or {}).get("speculative_decoding")
+        if metrics:
+            state.extra["spec"] = metrics
+        choices = event.get("choices") or []
+        if choices and choices[0].get("prompt_token_ids") is not None:
+            state.extra["prompt_token_ids_len"] = len(choices[0]["prompt_token_ids"])
+        return new, None
+
+    def engine_stats(self, state: StreamState) -> EngineSpecStats | None:
+        spec = state.extra.get("spec")
+        if not spec:
+            return None
+        return EngineSpecStats(
+            source="vllm.metrics",
+            verify_steps=spec.get("num_spec_steps"),
+            draft_tokens=spec.get("num_draft_tokens"),
+            accepted_tokens=spec.get("num_accepted_draft_tokens"),
+            acceptance_histogram=spec.get("acceptance_histogram"),
+            draft_length=spec.get("num_spec_tokens"),
+            raw=spec,
+        )
+
+    async def describe_server(self, session) -> dict[str, Any]:
+        info = await super().describe_server(session)
+        version = await get_json(session, self.url + "/version")
+        if version and version.get("version"):
+            info["engine_version"] = f"vllm {version['version']}"
+        return info
+
+    def counter_acceptance(self, delta: dict[str, float], per_position: dict[int, float]) -> CounterAcceptance | None:
+        if "vllm:spec_decode_num_drafts_total" not in delta:
+            return None
+        positions = [per_position[i] for i in sorted(per_position)] if per_position else None
+        return CounterAcceptance(
+            source="vllm.prometheus",
+            drafts=delta.get("vllm:spec_decode_num_drafts_total"),
+            draft_tokens=delta.get("vllm:spec_decode_num_draft_tokens_total"),
+            accepted_tokens=delta.get("vllm:spec_decode_num_accepted_tokens_total"),
+            accepted_per_position=positions,
+            generation_tokens=delta.get("vllm:generation_tokens_total"),
+        )

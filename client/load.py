@@ -1,0 +1,211 @@
+"""Load shapes, run inside one event loop: closed loop at fixed concurrency, open loop (Poisson).
+
+Closed loop: ``concurrency`` slots; each slot takes the next conversation as soon as its
+previous one ends. Open loop: each conversation starts at its own arrival time (exponential
+gaps at ``rate`` requests/s, drawn by the parent from a seed), however many are in flight.
+
+The measurement clock of a request starts at its *scheduled* send time: the common start for
+a slot's first request, the end of the slot's previous request afterwards, the arrival time in
+the open loop, the end of the previous turn for later turns of a conversation. Time the client
+itself needs before the request really leaves (scheduling, tokenizing, JSON) therefore counts
+against TTFT instead of vanishing, which is how a lagging client shows up in its own numbers.
+
+Turns of a multi-turn row run in order, each with the model's own previous answers in the
+history. A failed turn ends its conversation: the turns after it get records with
+``error_kind = "skipped_after_error"`` so that nothing is silently missing.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import aiohttp
+
+from speedbench.client.engines import get_adapter
+from speedbench.client.engines.base import SamplingOptions
+from speedbench.client.recording import RecordWriter
+from speedbench.client.stream import stream_request
+from speedbench.client.workload import Conversation, encode_turn, prompt_sha256
+from speedbench.records import TurnRecord
+
+
+class ErrorBudgetExceeded(RuntimeError):
+    pass
+
+
+@dataclass
+class ClientSettings:
+    """Everything a worker needs to talk to the engine (picklable, sent to worker processes)."""
+
+    engine: str
+    url: str
+    model: str | None
+    sampling: dict[str, Any]
+    extra_body: dict[str, Any]
+    tokenizer_path: str
+    prompt_mode: str
+    records_path: str
+    request_timeout_s: float | None = 3600.0
+    read_timeout_s: float | None = 300.0
+    max_errors: int = 20
+
+
+@dataclass
+class PhaseSpec:
+    """One pass over a list of conversations at one load point (measured or warmup)."""
+
+    run_point: str
+    load_shape: str  # "closed" | "open"
+    requested_concurrency: int | None
+    request_rate: float | None
+    warmup: bool
+    start_ns: int  # common start on the monotonic clock (shared by all workers)
+    slots: int = 1  # this worker's share of the closed-loop concurrency
+    arrival_offsets_ns: list[int] | None = None  # open loop: one per conversation, in order
+    done: dict[str, str | None] = field(default_factory=dict)  # record_key -> output text (None: failed)
+
+
+def record_key(run_point: str, question_id: str, turn_index: int, warmup: bool = False) -> str:
+    if warmup:
+        return f"{run_point}/warmup/{question_id}/{turn_index}"
+    return f"{run_point}/{question_id}/{turn_index}"
+
+
+class ErrorCounter:
+    """Errors so far; a multiprocessing.Value when shared between worker processes."""
+
+    def __init__(self, shared=None):
+        self._shared = shared
+        self._local = 0
+
+    def add(self) -> int:
+        if self._shared is None:
+            self._local += 1
+            return self._local
+        with self._shared.get_lock():
+            self._shared.value += 1
+            return self._shared.value
+
+    @property
+    def value(self) -> int:
+        return self._local if self._shared is None else self._shared.value
+
+
+async def _sleep_until(deadline_ns: int) -> None:
+    delay = (deadline_ns - time.perf_counter_ns()) / 1e9
+    if delay > 0:
+        await asyncio.sleep(delay)
+
+
+async def run_phase(settings: ClientSettings, phase: PhaseSpec, conversations: list[Conversation], worker: int,
+                    errors: ErrorCounter, on_record: Callable[[TurnRecord], None] | None = None) -> int:
+    """Run this worker's conversations under the phase's load shape; returns records written."""
+    from speedbench.tokenization.target import TargetTokenizer
+
+    adapter = get_adapter(settings.engine)(settings.url, SamplingOptions(**settings.sampling), settings.model,
+                                           settings.extra_body)
+    tokenizer = None
+    if any(len(c.turns) > 1 for c in conversations):
+        tokenizer = TargetTokenizer.from_folder(settings.tokenizer_path)
+    in_flight_limit = phase.slots if phase.load_shape == "closed" else 0
+    connector = aiohttp.TCPConnector(limit=in_flight_limit, limit_per_host=in_flight_limit, ttl_dns_cache=None,
+                                     enable_cleanup_closed=True)
+    budget_hit: list[str] = []
+    writer = RecordWriter(settings.records_path)
+
+    async def run_conversation(session: aiohttp.ClientSession, conversation: Conversation, scheduled_ns: int) -> int:
+        """Run the conversation's missing turns; returns the end time (the slot frees then)."""
+        history: list[dict[str, str]] = []
+        failed_at: str | None = None
+        for turn_index, turn in enumerate(conversation.turns):
+            key = record_key(phase.run_point, conversation.question_id, turn_index, phase.warmup)
+            messages = history + [{"role": "user", "content": turn}]
+            if key in phase.done:
+                answer = phase.done[key]
+                if answer is None:
+                    failed_at = key
+                    break
+                history = messages + [{"role": "assistant", "content": answer}]
+                continue
+            if failed_at is not None or budget_hit:
+                break
+            if turn_index == 0 and conversation.first_prompt_ids:
+                prompt_ids = conversation.first_prompt_ids
+            else:
+                prompt_ids = encode_turn(tokenizer, messages, settings.prompt_mode)
+            started_unix = time.time()
+            result = await stream_request(session, adapter, adapter.build_payload(prompt_ids),
+                                          settings.request_timeout_s, settings.read_timeout_s)
+            record = TurnRecord(
+                record_key=key, run_point=phase.run_point, load_shape=phase.load_shape,
+                requested_concurrency=phase.requested_concurrency, request_rate=phase.request_rate,
+                question_id=conversation.question_id, category=conversation.category,
+                sub_category=conversation.sub_category, turn_index=turn_index,
+                num_turns=len(conversation.turns), warmup=phase.warmup, worker=worker,
+                prompt_tokens=len(prompt_ids), prompt_sha256=prompt_sha256(prompt_ids),
+                scheduled_ns=scheduled_ns, send_ns=result.send_ns, end_ns=result.end_ns,
+                started_unix_s=started_unix, chunk_ns=result.chunk_ns, chunk_tokens=result.chunk_tokens,
+                chunks_are_steps=adapter.chunks_are_steps, output_tokens=result.output_tokens,
+                output_text=result.output_text, finish_reason=result.finish_reason,
+                response_id=result.response_id, engine_stats=result.engine_stats, error=result.error,
+                error_kind=result.error_kind, attempts=result.attempts)
+            writer.write(record)
+            if on_record:
+                on_record(record)
+            scheduled_ns = result.end_ns
+            if result.error is not None:
+                failed_at = key
+                count = errors.add()
+                if count > settings.max_errors:
+                    budget_hit.append(f"{count} errors exceed the error budget (--max-errors "
+                                      f"{settings.max_errors}); last: {result.error_kind}: {result.error}")
+                break
+            history = messages + [{"role": "assistant", "content": result.output_text}]
+        if failed_at is not None:
+            # Later turns cannot run without the failed turn's answer: record that, once.
+            for turn_index in range(len(conversation.turns)):
+                key = record_key(phase.run_point, conversation.question_id, turn_index, phase.warmup)
+                if key in phase.done or turn_index <= int(failed_at.rsplit("/", 1)[1]):
+                    continue
+                now = time.perf_counter_ns()
+                writer.write(TurnRecord(
+                    record_key=key, run_point=phase.run_point, load_shape=phase.load_shape,
+                    requested_concurrency=phase.requested_concurrency, request_rate=phase.request_rate,
+                    question_id=conversation.question_id, category=conversation.category,
+                    sub_category=conversation.sub_category, turn_index=turn_index,
+                    num_turns=len(conversation.turns), warmup=phase.warmup, worker=worker, prompt_tokens=0,
+                    prompt_sha256="", scheduled_ns=now, send_ns=now, end_ns=now, started_unix_s=time.time(),
+                    error=f"turn {failed_at} failed", error_kind="skipped_after_error"))
+        return scheduled_ns
+
+    written_before = writer.written
+    try:
+        async with aiohttp.ClientSession(connector=connector, read_bufsize=1 << 21,
+                                         timeout=aiohttp.ClientTimeout(total=None)) as session:
+            if phase.load_shape == "closed":
+                queue = list(reversed(conversations))
+
+                async def slot() -> None:
+                    scheduled = phase.start_ns
+                    await _sleep_until(scheduled)
+                    while queue and not budget_hit:
+                        scheduled = await run_conversation(session, queue.pop(), scheduled)
+
+                await asyncio.gather(*(slot() for _ in range(max(1, phase.slots))))
+            else:
+                offsets = phase.arrival_offsets_ns or [0] * len(conversations)
+                tasks = []
+                for conversation, offset in zip(conversations, offsets):
+                    if budget_hit:
+                        break
+                    scheduled = phase.start_ns + offset
+                    await _sleep_until(scheduled)
+                    tasks.append(asyncio.ensure_future(run_conversation(session, conversation, scheduled)))
+                await asyncio.gather(*tasks)
+    finally:
+        writer.close()
+    if budget_hit:
+        raise ErrorBudgetExceeded(budget_hit[0])
+    return writer.written - written_before

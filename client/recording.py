@@ -1,0 +1,94 @@
+"""``records.jsonl``: one line per request-turn, appended the moment it completes; resume.
+
+Every worker process appends to the same file through its own ``O_APPEND`` descriptor, one
+``write`` per whole line, so lines from several processes never interleave and a crash loses at
+most the line being written. On resume the file is cut back to its last complete line (a torn
+tail is a request that never finished: it runs again) and the keys already present are
+skipped, so a run killed at any moment and restarted ends with every record exactly once.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+try:
+    import orjson
+
+    def _encode(value) -> bytes:
+        return orjson.dumps(value)
+except ImportError:  # pragma: no cover
+    import json
+
+    def _encode(value) -> bytes:
+        return json.dumps(value, separators=(",", ":")).encode()
+
+from speedbench.records import TurnRecord, read_records
+
+RECORDS_NAME = "records.jsonl"
+
+
+class RecordWriter:
+    """Appends records to ``path``; safe to share between processes (each opens its own)."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self.written = 0
+
+    def write(self, record: TurnRecord) -> None:
+        line = _encode(record.to_dict()) + b"\n"
+        view = memoryview(line)
+        while view:
+            done = os.write(self._fd, view)
+            view = view[done:]
+        self.written += 1
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __enter__(self) -> "RecordWriter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def repair_tail(path: str | Path) -> int:
+    """Cut a torn last line (no trailing newline) off ``path``; returns the bytes removed."""
+    path = Path(path)
+    if not path.exists():
+        return 0
+    size = path.stat().st_size
+    if size == 0:
+        return 0
+    with open(path, "rb+") as handle:
+        handle.seek(max(0, size - 1))
+        if handle.read(1) == b"\n":
+            return 0
+        # Find the last newline by scanning back in blocks.
+        position = size
+        keep = 0
+        while position > 0:
+            start = max(0, position - (1 << 16))
+            handle.seek(start)
+            block = handle.read(position - start)
+            index = block.rfind(b"\n")
+            if index >= 0:
+                keep = start + index + 1
+                break
+            position = start
+        handle.truncate(keep)
+        return size - keep
+
+
+def load_existing(path: str | Path) -> dict[str, TurnRecord]:
+    """Records already in ``path`` by key (after repairing a torn tail); duplicates are an error."""
+    repair_tail(path)
+    existing: dict[str, TurnRecord] = {}
+    for record in read_records(path):
+        if record.record_key in existing:
+            raise ValueError(f"{path}: record {record.record_key!r} appears twice")
+        existing[record.record_key] = record
+    return existing

@@ -1,0 +1,240 @@
+"""A whole measurement run: the manifest, the sweep over load points, counters, resume, results.
+
+``RUN_DIR`` receives ``manifest.json`` (``speedbench.records.RunManifest``), ``records.jsonl``
+(``speedbench.records.TurnRecord`` per line), ``counters.jsonl`` (one line per load point:
+Prometheus snapshots before and after its measured phase) and ``results.json``
+(``speedbench.client.analysis``). Restarting the same command on the same ``RUN_DIR`` resumes:
+the manifest must match (same engine, dataset, tokenizer and options), records already written
+are kept, and only missing request-turns run. A load point whose requests were split across two
+invocations keeps its records but its counter deltas are marked incomplete.
+"""
+from __future__ import annotations
+
+import json
+import platform
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from speedbench.client.counters import CounterSnapshot, counter_delta, scrape
+from speedbench.client.engines import get_adapter
+from speedbench.client.engines.base import SamplingOptions
+from speedbench.client.load import ClientSettings, PhaseSpec, record_key
+from speedbench.client.recording import RECORDS_NAME, load_existing
+from speedbench.client.workers import run_event_loop, run_phase_in_workers
+from speedbench.client.workload import (
+    Conversation,
+    dataset_fingerprint,
+    load_conversations,
+    tokenize_first_turns,
+)
+from speedbench.records import RunManifest
+
+MANIFEST_NAME = "manifest.json"
+COUNTERS_NAME = "counters.jsonl"
+RESULTS_NAME = "results.json"
+DEFAULT_CONCURRENCY = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+# Manifest options that must match for a resume (others, like --workers, may change).
+RESUME_KEYS = ("engine", "url", "dataset_config", "dataset_manifest_sha256", "tokenizer_sha256", "prompt_mode")
+RESUME_OPTIONS = ("sampling", "limit", "load_shape", "points", "warmup", "extra_body", "model")
+
+
+class RunConfigError(ValueError):
+    pass
+
+
+@dataclass
+class RunOptions:
+    """Everything ``speedbench run`` accepts (recorded in the manifest)."""
+
+    engine: str
+    url: str
+    tokenizer: str
+    dataset: str
+    config: str
+    out: str
+    limit: int | None = None
+    concurrency: list[int] = field(default_factory=lambda: list(DEFAULT_CONCURRENCY))
+    request_rates: list[float] | None = None  # open loop instead of closed loop when set
+    arrival_seed: int = 0
+    sampling: SamplingOptions = field(default_factory=SamplingOptions)
+    prompt_mode: str = "chat"
+    model: str | None = None
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    workers: int = 1
+    warmup: int = 0  # requests per load point run first and excluded from results
+    max_errors: int = 20
+    request_timeout_s: float | None = 3600.0
+    read_timeout_s: float | None = 300.0
+    draft_length: int | None = None  # K for chunk-based acceptance when the engine does not say
+    agreement_tolerance: float = 0.02
+    num_resamples: int = 1000
+    progress: bool = True
+
+    @property
+    def load_shape(self) -> str:
+        return "open" if self.request_rates else "closed"
+
+    def points(self) -> list[tuple[str, int | None, float | None]]:
+        if self.request_rates:
+            return [(f"r{rate:g}", None, float(rate)) for rate in self.request_rates]
+        return [(f"c{c}", int(c), None) for c in self.concurrency]
+
+    def manifest_options(self) -> dict[str, Any]:
+        return {
+            "sampling": asdict(self.sampling), "limit": self.limit, "load_shape": self.load_shape,
+            "points": [p[0] for p in self.points()], "concurrency": list(self.concurrency),
+            "request_rates": self.request_rates, "arrival_seed": self.arrival_seed, "warmup": self.warmup,
+            "workers": self.workers, "max_errors": self.max_errors, "request_timeout_s": self.request_timeout_s,
+            "read_timeout_s": self.read_timeout_s, "extra_body": self.extra_body, "model": self.model,
+            "agreement_tolerance": self.agreement_tolerance, "draft_length": self.draft_length, "num_resamples": self.num_resamples,
+        }
+
+
+def poisson_offsets_ns(count: int, rate: float, seed: int) -> list[int]:
+    """Arrival times of a Poisson process at ``rate``/s: cumulative exponential gaps, seeded."""
+    generator = random.Random(seed)
+    offsets, now = [], 0.0
+    for _ in range(count):
+        offsets.append(int(now * 1e9))
+        now += generator.expovariate(rate)
+    return offsets
+
+
+def _client_version() -> str:
+    import speedbench
+
+    return getattr(speedbench, "__version__", "unknown")
+
+
+async def _describe_and_scrape(adapter, want_description: bool) -> tuple[dict | None, CounterSnapshot | None]:
+    import aiohttp
+
+    async with aiohttp.ClientSession() as session:
+        description = await adapter.describe_server(session) if want_description else None
+        snapshot = await scrape(session, adapter.url + adapter.metrics_path) if adapter.metrics_path else None
+    return description, snapshot
+
+
+def _check_resume(path: Path, manifest: RunManifest) -> None:
+    old = json.loads(path.read_text())
+    for key in RESUME_KEYS:
+        if old.get(key) != getattr(manifest, key):
+            raise RunConfigError(f"{path}: cannot resume, {key} differs (was {old.get(key)!r}, now "
+                                 f"{getattr(manifest, key)!r}); use a new --out folder")
+    for key in RESUME_OPTIONS:
+        if (old.get("options") or {}).get(key) != manifest.options.get(key):
+            raise RunConfigError(f"{path}: cannot resume, option {key} differs (was "
+                                 f"{(old.get('options') or {}).get(key)!r}, now {manifest.options.get(key)!r})")
+
+
+def execute_run(options: RunOptions, log=print) -> dict:
+    """Run (or resume) the whole sweep; returns the results written to ``results.json``."""
+    from speedbench.client.analysis import compute_results
+    from speedbench.tokenization.target import TargetTokenizer
+
+    out = Path(options.out)
+    out.mkdir(parents=True, exist_ok=True)
+    adapter_class = get_adapter(options.engine)
+    adapter = adapter_class(options.url, options.sampling, options.model, options.extra_body)
+    if options.engine == "trtllm":
+        adapter.build_payload([0])  # fails early on fields trtllm-serve would reject
+    tokenizer = TargetTokenizer.from_folder(options.tokenizer)
+    conversations = load_conversations(options.dataset, options.config, options.limit)
+    if not conversations:
+        raise RunConfigError(f"{options.dataset} config {options.config}: no rows to run")
+    tokenize_first_turns(conversations, tokenizer, options.prompt_mode)
+
+    description, _ = run_event_loop(_describe_and_scrape(adapter, True))
+    manifest = RunManifest(
+        engine=options.engine, url=options.url, model_id=description.get("model_id"),
+        engine_version=description.get("engine_version"), server=description,
+        dataset_dir=str(Path(options.dataset).resolve()), dataset_config=options.config,
+        dataset_manifest_sha256=dataset_fingerprint(options.dataset, options.config),
+        num_rows=len(conversations), tokenizer_path=str(Path(options.tokenizer).resolve()),
+        tokenizer_sha256=tokenizer.sha256, chat_template=tokenizer.has_chat_template,
+        prompt_mode=options.prompt_mode, options=options.manifest_options(), client_version=_client_version(),
+        python_version=platform.python_version(), created_unix_s=time.time())
+    manifest_path = out / MANIFEST_NAME
+    if manifest_path.exists():
+        _check_resume(manifest_path, manifest)
+        manifest.created_unix_s = json.loads(manifest_path.read_text()).get("created_unix_s", manifest.created_unix_s)
+    manifest_path.write_text(json.dumps(manifest.to_dict(), indent=2) + "\n")
+
+    records_path = out / RECORDS_NAME
+    settings = ClientSettings(
+        engine=options.engine, url=options.url, model=options.model, sampling=asdict(options.sampling),
+        extra_body=options.extra_body, tokenizer_path=str(options.tokenizer), prompt_mode=options.prompt_mode,
+        records_path=str(records_path), request_timeout_s=options.request_timeout_s,
+        read_timeout_s=options.read_timeout_s, max_errors=options.max_errors)
+    existing = load_existing(records_path)
+    done = {key: (r.output_text if r.ok else None) for key, r in existing.items()}
+    total_turns = sum(len(c.turns) for c in conversations)
+    progress = None
+    if options.progress:
+        from tqdm import tqdm
+
+        progress = tqdm(total=total_turns * len(options.points()), unit="req", desc="speedbench run",
+                        initial=sum(1 for r in existing.values() if not r.warmup), leave=False)
+    try:
+        for point, concurrency, rate in options.points():
+            keys = [record_key(point, c.question_id, t) for c in conversations for t in range(len(c.turns))]
+            missing = [k for k in keys if k not in done]
+            if not missing:
+                continue
+            resumed = len(missing) < len(keys)
+            if options.warmup > 0:
+                warm = conversations[: options.warmup]
+                warm_keys = [record_key(point, c.question_id, 0, warmup=True) for c in warm]
+                if any(k not in done for k in warm_keys):
+                    warm_single = [Conversation(c.question_id, c.category, c.sub_category, c.turns[:1],
+                                                c.first_prompt_ids) for c in warm]
+                    phase = PhaseSpec(point, "closed", concurrency or len(warm), rate, True, 0,
+                                      slots=min(concurrency or len(warm), len(warm)), done=done)
+                    run_phase_in_workers(settings, phase, warm_single, 1)
+            _, before = run_event_loop(_describe_and_scrape(adapter, False))
+            todo = [c for c in conversations
+                    if any(record_key(point, c.question_id, t) not in done for t in range(len(c.turns)))]
+            offsets = poisson_offsets_ns(len(todo), rate, options.arrival_seed) if rate else None
+            phase = PhaseSpec(point, options.load_shape, concurrency, rate, False, 0,
+                              slots=concurrency or 1, arrival_offsets_ns=offsets, done=done)
+            log_start = time.time()
+            try:
+                run_phase_in_workers(settings, phase, todo, options.workers, progress)
+            finally:
+                _, after = run_event_loop(_describe_and_scrape(adapter, False))
+                with open(out / COUNTERS_NAME, "a") as handle:
+                    handle.write(json.dumps({
+                        "run_point": point, "complete": not resumed, "unix_s": log_start,
+                        "before": before.to_dict() if before else None,
+                        "after": after.to_dict() if after else None}) + "\n")
+            if progress is not None and options.workers > 1:
+                progress.update(len(missing))
+    finally:
+        if progress is not None:
+            progress.close()
+    results = compute_results(out, options.agreement_tolerance, options.num_resamples, options.draft_length)
+    (out / RESULTS_NAME).write_text(json.dumps(results, indent=2, allow_nan=False) + "\n")
+    return results
+
+
+def read_counter_points(path: Path) -> dict[str, dict]:
+    """The latest counters line per point, with its deltas."""
+    points: dict[str, dict] = {}
+    if not path.exists():
+        return points
+    for line in path.read_text().splitlines():
+        if not line.strip():
+            continue
+        entry = json.loads(line)
+        previous = points.get(entry["run_point"])
+        if previous is not None:
+            entry["complete"] = False  # the point ran in more than one invocation
+        if entry.get("before") and entry.get("after"):
+            totals, per_position = counter_delta(CounterSnapshot.from_dict(entry["before"]),
+                                                 CounterSnapshot.from_dict(entry["after"]))
+            entry["delta"], entry["delta_per_position"] = totals, per_position
+        points[entry["run_point"]] = entry
+    return points

@@ -1,0 +1,167 @@
+"""One streamed request: send the payload, stamp every event on arrival, turn failures into causes.
+
+The clock is ``time.perf_counter_ns`` (CLOCK_MONOTONIC on Linux, shared by all worker
+processes). Each event is stamped right after its line is read, before it is decoded, so JSON
+parsing never delays a timestamp. Every failure ends as a ``StreamResult`` with ``error_kind``:
+
+- ``timeout``: no byte for ``read_timeout_s`` or the whole request over ``request_timeout_s``;
+- ``http_429`` / ``http_5xx`` / ``http_4xx``: the status and the start of the body;
+- ``connection``: refused, reset, or the stream ended before ``[DONE]``;
+- ``malformed``: an SSE line or JSON body that does not fit the engine's format;
+- ``engine_error``: the engine streamed an error object.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+
+try:
+    import orjson
+
+    _loads = orjson.loads
+    _dumps = orjson.dumps
+except ImportError:  # pragma: no cover - orjson is a dependency; json keeps the client usable
+    import json
+
+    _loads = json.loads
+
+    def _dumps(value: Any) -> bytes:
+        return json.dumps(value).encode()
+
+from speedbench.client.engines.base import EngineAdapter, StreamError, StreamState
+from speedbench.records import EngineSpecStats
+
+_JSON_HEADERS = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+
+
+@dataclass
+class StreamResult:
+    send_ns: int
+    end_ns: int
+    chunk_ns: list[int] = field(default_factory=list)
+    chunk_tokens: list[int] = field(default_factory=list)
+    output_tokens: int = 0
+    output_text: str = ""
+    finish_reason: str | None = None
+    response_id: str | None = None
+    engine_stats: EngineSpecStats | None = None
+    error: str | None = None
+    error_kind: str | None = None
+    attempts: int = 1
+
+
+def _status_kind(status: int) -> str:
+    if status == 429:
+        return "http_429"
+    if status >= 500:
+        return "http_5xx"
+    return "http_4xx"
+
+
+async def stream_request(
+    session: aiohttp.ClientSession,
+    adapter: EngineAdapter,
+    payload: dict[str, Any],
+    request_timeout_s: float | None = None,
+    read_timeout_s: float | None = None,
+) -> StreamResult:
+    """Send one request and read its stream to the end (never raises for request failures)."""
+    body = _dumps(payload)
+    timeout = aiohttp.ClientTimeout(total=request_timeout_s, sock_read=read_timeout_s)
+    attempts = 0
+    while True:
+        attempts += 1
+        state = StreamState()
+        chunk_ns: list[int] = []
+        chunk_tokens: list[int] = []
+        send_ns = time.perf_counter_ns()
+        error_kind, error, got_response = await _stream_once(session, adapter, body, timeout, state, chunk_ns,
+                                                             chunk_tokens)
+        # A kept-alive connection the server had already closed fails before any response: the
+        # request never reached the server, so one retry on a fresh connection is safe.
+        if error_kind == "connection" and not got_response and attempts == 1:
+            continue
+        break
+    end_ns = time.perf_counter_ns()
+    usage_tokens = (state.usage or {}).get("completion_tokens")
+    result = StreamResult(
+        send_ns=send_ns,
+        end_ns=end_ns,
+        chunk_ns=chunk_ns,
+        chunk_tokens=chunk_tokens,
+        output_tokens=int(usage_tokens) if usage_tokens is not None else state.tokens_total,
+        output_text=state.text,
+        finish_reason=state.finish_reason if error is None else None,
+        response_id=state.response_id,
+        error=error,
+        error_kind=error_kind,
+    )
+    if error is None:
+        result.engine_stats = adapter.engine_stats(state)
+    result.attempts = attempts
+    return result
+
+
+async def _stream_once(session, adapter, body, timeout, state, chunk_ns, chunk_tokens):
+    """One attempt; returns (error_kind, error, whether a response status arrived)."""
+    last_key: Any = None
+    done = False
+    got_response = False
+    error_kind = error = None
+    try:
+        async with session.post(adapter.generate_url, data=body, headers=_JSON_HEADERS, timeout=timeout) as response:
+            got_response = True
+            if response.status != 200:
+                text = (await response.text(errors="replace"))[:300]
+                raise StreamError(_status_kind(response.status), f"HTTP {response.status}: {text}")
+            content = response.content
+            while True:
+                line = await content.readline()
+                now = time.perf_counter_ns()
+                if not line:
+                    break
+                line = line.strip()
+                if not line or line[:1] == b":":
+                    continue  # keep-alive blank line or SSE comment
+                if line[:5] != b"data:":
+                    if line.split(b":", 1)[0] in (b"event", b"id", b"retry"):
+                        continue
+                    raise StreamError("malformed", f"not an SSE data line: {line[:200]!r}")
+                data = line[5:].strip()
+                if data == b"[DONE]":
+                    done = True
+                    break
+                try:
+                    event = _loads(data)
+                except ValueError as decode_error:
+                    raise StreamError("malformed", f"invalid JSON in SSE event: {data[:200]!r} ({decode_error})")
+                if not isinstance(event, dict):
+                    raise StreamError("malformed", f"SSE event is not a JSON object: {data[:200]!r}")
+                new_tokens, step_key = adapter.parse_event(event, state)
+                if new_tokens <= 0:
+                    continue
+                if step_key is not None and step_key == last_key and chunk_tokens:
+                    chunk_tokens[-1] += new_tokens  # same verification step: stamped at its first event
+                else:
+                    chunk_ns.append(now)
+                    chunk_tokens.append(new_tokens)
+                last_key = step_key
+            if not done and adapter.stream_ends_with_done:
+                raise StreamError("connection", "stream ended before [DONE] (connection closed mid-stream)")
+    except StreamError as failure:
+        error_kind, error = failure.kind, failure.message
+    except asyncio.TimeoutError:
+        error_kind, error = "timeout", (
+            f"no response within the timeout (request {timeout.total}s, between events {timeout.sock_read}s)"
+        )
+    except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError, aiohttp.ClientOSError,
+            aiohttp.ClientConnectionError, ConnectionError) as failure:
+        error_kind, error = "connection", f"{type(failure).__name__}: {failure}"
+    except (aiohttp.ClientResponseError, KeyError, TypeError, ValueError) as failure:
+        # A body the adapter could not read (wrong types, missing keys, a line over the buffer).
+        error_kind, error = "malformed", f"{type(failure).__name__}: {failure}"
+    return error_kind, error, got_response

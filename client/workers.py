@@ -1,0 +1,120 @@
+"""Running a phase in N worker processes, each with its own event loop (uvloop where available).
+
+One Python process tops out at a few thousand streamed chunks per second (the GIL, JSON, the
+event loop); past that its own lag shows up as fake server latency. ``--workers N`` splits the
+conversations round-robin over N processes, gives each its share of the closed-loop concurrency
+(or the open-loop arrivals), its own connection pool, and a common start time on the shared
+monotonic clock. All of them append to the same ``records.jsonl`` (one ``O_APPEND`` write per
+line). The error budget is one shared counter.
+"""
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import signal
+import time
+from dataclasses import replace
+
+from speedbench.client.load import ClientSettings, ErrorBudgetExceeded, ErrorCounter, PhaseSpec, run_phase
+from speedbench.client.workload import Conversation
+
+START_DELAY_S = 0.05  # after every worker reported ready: time to leave the barrier
+
+
+def run_event_loop(coroutine):
+    """Run with uvloop when installed (faster I/O), else the default asyncio loop."""
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency of the client extra
+        return asyncio.run(coroutine)
+    return uvloop.run(coroutine)
+
+
+def split_concurrency(concurrency: int, workers: int) -> list[int]:
+    """Shares that add up to ``concurrency`` (no worker gets zero slots unless concurrency < workers)."""
+    base, extra = divmod(concurrency, workers)
+    return [base + (1 if index < extra else 0) for index in range(workers)]
+
+
+def _worker_main(settings: ClientSettings, phase: PhaseSpec, conversations: list[Conversation], worker: int,
+                 shared_errors, status_queue, go, start_ns) -> None:
+    # The parent owns Ctrl-C: it terminates the workers, whose records so far are complete lines.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        import aiohttp  # noqa: F401  (imports done before the start barrier, not on the clock)
+
+        from speedbench.client.engines import get_adapter
+        get_adapter(settings.engine)
+        status_queue.put((worker, "ready", ""))
+        go.wait()
+        phase = replace(phase, start_ns=start_ns.value)
+        run_event_loop(run_phase(settings, phase, conversations, worker, ErrorCounter(shared_errors)))
+        status_queue.put((worker, "ok", ""))
+    except ErrorBudgetExceeded as error:
+        status_queue.put((worker, "budget", str(error)))
+    except BaseException as error:  # report, do not hang the parent
+        status_queue.put((worker, "error", f"{type(error).__name__}: {error}"))
+
+
+def run_phase_in_workers(settings: ClientSettings, phase: PhaseSpec, conversations: list[Conversation],
+                         workers: int, progress=None) -> None:
+    """Run one phase; with ``workers == 1`` in this process, else in ``workers`` processes."""
+    if workers <= 1:
+        def on_record(record):
+            if progress is not None:
+                progress.update(1)
+        phase = replace(phase, start_ns=time.perf_counter_ns(), slots=phase.slots)
+        run_event_loop(run_phase(settings, phase, conversations, 0, ErrorCounter(), on_record))
+        return
+    context = multiprocessing.get_context("spawn")
+    shared_errors = context.Value("i", 0)
+    status_queue = context.Queue()
+    go = context.Event()
+    start_ns = context.Value("q", 0)
+    shares = split_concurrency(phase.requested_concurrency or 1, workers) if phase.load_shape == "closed" else None
+    processes = []
+    # Closed loop: a worker whose share is 0 slots (concurrency < workers) gets no conversations.
+    active = [w for w in range(workers) if not shares or shares[w] > 0]
+    for position, worker in enumerate(active):
+        mine = conversations[position::len(active)]
+        if not mine:
+            continue
+        offsets = phase.arrival_offsets_ns[position::len(active)] if phase.arrival_offsets_ns else None
+        worker_phase = replace(phase, slots=(shares[worker] if shares else 1), arrival_offsets_ns=offsets)
+        process = context.Process(target=_worker_main, name=f"speedbench-worker-{worker}",
+                                  args=(settings, worker_phase, mine, worker, shared_errors, status_queue, go,
+                                        start_ns),
+                                  daemon=True)
+        process.start()
+        processes.append(process)
+    failures: list[str] = []
+    budget: list[str] = []
+    try:
+        ready = 0
+        while ready < len(processes):
+            worker, status, message = status_queue.get()
+            if status != "ready":
+                raise RuntimeError(f"worker {worker} failed before starting: {message}")
+            ready += 1
+        # Every worker is imported and waiting: one common start on the shared monotonic clock.
+        start_ns.value = time.perf_counter_ns() + int(START_DELAY_S * 1e9)
+        go.set()
+        pending = len(processes)
+        while pending:
+            worker, status, message = status_queue.get()
+            pending -= 1
+            if status == "budget":
+                budget.append(message)
+            elif status == "error":
+                failures.append(f"worker {worker}: {message}")
+        for process in processes:
+            process.join()
+    finally:
+        for process in processes:
+            if process.is_alive():
+                process.terminate()
+                process.join()
+    if budget:
+        raise ErrorBudgetExceeded(budget[0])
+    if failures:
+        raise RuntimeError("; ".join(failures))

@@ -1,0 +1,107 @@
+"""The rows to send: a dataset config read from a folder written by ``speedbench build``.
+
+The folder is a Hugging Face dataset folder (``data/<config>/*.parquet`` with the fields of
+``speedbench.schema``). Rows whose first turn is the reference's placeholder sentence
+(``speedbench.schema.PLACEHOLDER_PREFIX``: data that must be fetched from its source with
+``speedbench resolve``) are refused: measuring them would measure the placeholder text.
+First turns are tokenized here, once, with the target tokenizer; later turns depend on the
+model's own answers and are tokenized by the worker that runs the conversation.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from speedbench.schema import PLACEHOLDER_PREFIX
+from speedbench.tokenization.target import TargetTokenizer
+
+PROMPT_MODES = ("chat", "completion")
+
+
+class WorkloadError(ValueError):
+    """A dataset that cannot be measured, naming the file, row or field."""
+
+
+@dataclass
+class Conversation:
+    """One dataset row as the client runs it: its turns, in order."""
+
+    question_id: str
+    category: str
+    sub_category: str
+    turns: list[str]
+    first_prompt_ids: list[int] = field(default_factory=list)
+
+
+def config_files(dataset_dir: str | Path, config: str) -> list[Path]:
+    folder = Path(dataset_dir) / "data" / config
+    files = sorted(folder.glob("*.parquet"))
+    if not files:
+        available = sorted(p.name for p in (Path(dataset_dir) / "data").glob("*") if p.is_dir())
+        raise WorkloadError(f"{folder}: no parquet files for config {config!r} "
+                            f"(configs present: {', '.join(available) or 'none'})")
+    return files
+
+
+def dataset_fingerprint(dataset_dir: str | Path, config: str) -> str:
+    """sha256 of the folder's ``manifest.json`` when present, else of the config's parquet files."""
+    manifest = Path(dataset_dir) / "manifest.json"
+    digest = hashlib.sha256()
+    if manifest.is_file():
+        digest.update(manifest.read_bytes())
+    for path in config_files(dataset_dir, config):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def load_conversations(dataset_dir: str | Path, config: str, limit: int | None = None) -> list[Conversation]:
+    import pyarrow.parquet as pq
+
+    conversations: list[Conversation] = []
+    for path in config_files(dataset_dir, config):
+        table = pq.read_table(path)
+        missing = {"question_id", "category", "turns"} - set(table.column_names)
+        if missing:
+            raise WorkloadError(f"{path}: missing field(s) {', '.join(sorted(missing))}")
+        for index, row in enumerate(table.to_pylist()):
+            turns = row.get("turns") or []
+            where = f"{path} row {index} (question_id {row.get('question_id')!r})"
+            if not turns or not all(isinstance(t, str) and t for t in turns):
+                raise WorkloadError(f"{where}: field 'turns' must be a non-empty list of non-empty strings")
+            if turns[0].startswith(PLACEHOLDER_PREFIX):
+                raise WorkloadError(
+                    f"{where}: unresolved placeholder row (turns[0] starts with the reference's "
+                    f"placeholder sentence); run `speedbench resolve` on the dataset first")
+            conversations.append(Conversation(
+                question_id=str(row["question_id"]), category=str(row.get("category") or ""),
+                sub_category=str(row.get("sub_category") or ""), turns=list(turns)))
+            if limit is not None and len(conversations) >= limit:
+                return conversations
+    seen: set[str] = set()
+    for conversation in conversations:
+        if conversation.question_id in seen:
+            raise WorkloadError(f"{dataset_dir} config {config}: question_id {conversation.question_id!r} "
+                                f"appears twice")
+        seen.add(conversation.question_id)
+    return conversations
+
+
+def encode_turn(tokenizer: TargetTokenizer, messages: list[dict[str, str]], prompt_mode: str) -> list[int]:
+    """Token ids of a conversation ending in a user turn, as sent to every engine."""
+    if prompt_mode == "chat":
+        return tokenizer.encode_chat(messages, add_generation_prompt=True)
+    if prompt_mode == "completion":
+        # No template: the turns and answers as plain text, the tokenizer's own special tokens.
+        return tokenizer.encode_completion("\n\n".join(m["content"] for m in messages))
+    raise ValueError(f"prompt mode {prompt_mode!r}: expected one of {', '.join(PROMPT_MODES)}")
+
+
+def tokenize_first_turns(conversations: list[Conversation], tokenizer: TargetTokenizer, prompt_mode: str) -> None:
+    for conversation in conversations:
+        conversation.first_prompt_ids = encode_turn(
+            tokenizer, [{"role": "user", "content": conversation.turns[0]}], prompt_mode)
+
+
+def prompt_sha256(ids: list[int]) -> str:
+    return hashlib.sha256(",".join(map(str, ids)).encode()).hexdigest()

@@ -1,0 +1,195 @@
+"""What a measurement run writes: one record per request-turn, and the run manifest.
+
+These dataclasses are the contract between the client (which writes them), the report and the
+leaderboard (which read them). Fields are only ever added, never renamed; readers must ignore
+fields they do not know. ``RECORD_FORMAT_VERSION`` is bumped when a meaning changes.
+
+``records.jsonl`` holds one JSON object per line, written as each request-turn completes
+(``TurnRecord.to_dict``). Times are integer nanoseconds of the machine's monotonic clock
+(``time.perf_counter_ns``, CLOCK_MONOTONIC on Linux: one clock for all worker processes), so
+they are comparable within a run, not across machines or reboots. ``started_unix_s`` gives
+the wall-clock time for humans.
+
+Chunks: ``chunk_ns[i]`` is when chunk i arrived, ``chunk_tokens[i]`` how many new tokens it
+carried (from the engine's token ids or cumulative usage, never from re-tokenized text). When
+an engine streams one event per token but says which verification step a token belongs to
+(llama.cpp with ``timings_per_token``), the events of one step are merged into one chunk,
+stamped with the arrival of its first event; ``chunks_are_steps`` says whether the adapter
+could do so (otherwise a chunk may be a token or several merged steps).
+
+``engine_stats`` is the engine's own per-request speculative-decoding report, normalized into
+``EngineSpecStats`` (with the raw fields kept in ``raw``). ``verify_steps`` counts the
+verification (decode) passes after the prefill, the prefill's single token excluded, so that
+``output_tokens = 1 + verify_steps + accepted_tokens`` for a request whose last step was not cut
+and ``AL = 1 + accepted_tokens / verify_steps`` (vLLM's definition) for every engine.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+RECORD_FORMAT_VERSION = 1
+
+
+@dataclass
+class EngineSpecStats:
+    """A request's speculative-decoding statistics as the engine reported them.
+
+    source: where they came from, e.g. ``"llamacpp.timings"``, ``"vllm.metrics"``,
+    ``"sglang.meta_info"``, ``"trtllm.avg_decoded_tokens_per_iter"``.
+    verify_steps: verification passes after the prefill (the prefill's token excluded).
+    draft_tokens: draft tokens proposed; accepted_tokens: draft tokens accepted.
+    acceptance_histogram: h_0..h_K, steps that accepted exactly j draft tokens (if reported).
+    draft_length: K as the engine reports it (if it does).
+    exact: False when the engine only gives a rounded proxy (TensorRT-LLM's average).
+    """
+
+    source: str
+    verify_steps: int | None = None
+    draft_tokens: int | None = None
+    accepted_tokens: int | None = None
+    acceptance_histogram: list[int] | None = None
+    draft_length: int | None = None
+    exact: bool = True
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> "EngineSpecStats | None":
+        if not data:
+            return None
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@dataclass
+class TurnRecord:
+    """One request-turn: what was sent, what streamed back and when, how it ended.
+
+    record_key: unique within a run, ``"<point>/<question_id>/<turn_index>"`` (warmup requests:
+    ``"<point>/warmup/<n>"``); resume skips keys already present.
+    point: the load point this request belongs to (``"c16"`` = closed loop at concurrency 16,
+    ``"r2.5"`` = open loop, Poisson arrivals at 2.5 requests/s).
+    scheduled_ns: when the load shape meant to send it (closed loop: the moment a slot freed;
+    open loop: the Poisson arrival); the measurement clock starts here, so client-side
+    queueing counts against TTFT instead of vanishing.
+    send_ns: when the HTTP request was actually written; end_ns: when the stream ended.
+    prompt_sha256: hash of the prompt token ids (identical ids reach every engine).
+    finish_reason: as the engine reported it (``"length"``, ``"stop"``, ...), None on error.
+    error / error_kind: why it failed (``"timeout"``, ``"http_429"``, ``"http_5xx"``,
+    ``"connection"``, ``"malformed"``, ``"cancelled"``), None when it succeeded.
+    """
+
+    record_key: str
+    run_point: str
+    load_shape: str  # "closed" | "open"
+    requested_concurrency: int | None
+    request_rate: float | None
+    question_id: str
+    category: str
+    sub_category: str
+    turn_index: int
+    num_turns: int
+    warmup: bool
+    worker: int
+    prompt_tokens: int
+    prompt_sha256: str
+    scheduled_ns: int
+    send_ns: int
+    end_ns: int
+    started_unix_s: float
+    chunk_ns: list[int] = field(default_factory=list)
+    chunk_tokens: list[int] = field(default_factory=list)
+    chunks_are_steps: bool = False
+    output_tokens: int = 0
+    output_text: str = ""
+    finish_reason: str | None = None
+    response_id: str | None = None
+    engine_stats: EngineSpecStats | None = None
+    error: str | None = None
+    error_kind: str | None = None
+    attempts: int = 1  # 2 when a stale kept-alive connection failed before any response and was retried
+    format_version: int = RECORD_FORMAT_VERSION
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "TurnRecord":
+        names = {f.name for f in dataclasses.fields(cls)}
+        values = {k: v for k, v in data.items() if k in names}
+        values["engine_stats"] = EngineSpecStats.from_dict(values.get("engine_stats"))
+        return cls(**values)
+
+    # Derived timings, in seconds, from the scheduled send time.
+    @property
+    def ttft_s(self) -> float | None:
+        return (self.chunk_ns[0] - self.scheduled_ns) / 1e9 if self.chunk_ns else None
+
+    @property
+    def e2e_s(self) -> float:
+        return (self.end_ns - self.scheduled_ns) / 1e9
+
+
+@dataclass
+class RunManifest:
+    """Everything needed to say what produced a run (written as ``manifest.json``).
+
+    server: what the server said about itself (model id, engine version, props) at start.
+    options: every client option (sampling, load shape, workers, timeouts, ...).
+    dataset_manifest_sha256: hash of the dataset folder's manifest (or of its parquet files
+    when it has none); tokenizer_sha256: ``speedbench.tokenization.target.tokenizer_fingerprint``.
+    """
+
+    engine: str
+    url: str
+    model_id: str | None
+    engine_version: str | None
+    server: dict[str, Any]
+    dataset_dir: str
+    dataset_config: str
+    dataset_manifest_sha256: str
+    num_rows: int
+    tokenizer_path: str
+    tokenizer_sha256: str
+    chat_template: bool
+    prompt_mode: str  # "chat" | "completion"
+    options: dict[str, Any]
+    client_version: str
+    python_version: str
+    created_unix_s: float
+    format_version: int = RECORD_FORMAT_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "RunManifest":
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+def read_records(path: str | Path) -> Iterator[TurnRecord]:
+    """Records of a ``records.jsonl``; a torn last line (a run killed mid-write) is skipped."""
+    path = Path(path)
+    if not path.exists():
+        return
+    with open(path, "rb") as handle:
+        lines = handle.read().split(b"\n")
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as error:
+            if number >= len(lines) - 1:
+                continue  # torn tail: the record was not complete, resume reruns it
+            raise ValueError(f"{path}:{number}: not a JSON record: {error}") from error
+        yield TurnRecord.from_dict(data)
