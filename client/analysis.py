@@ -49,7 +49,7 @@ def _chunk_acceptance(records: list[TurnRecord], draft_length: int | None, num_r
         return summarize_acceptance(table, num_resamples=num_resamples)
 
 
-def _engine_acceptance(records: list[TurnRecord], num_resamples: int):
+def _engine_acceptance(records: list[TurnRecord], num_resamples: int, fallback_draft_length: int | None):
     from speedbench.metrics import requests_from_counts, requests_from_histograms, summarize_acceptance
 
     rows = [r for r in records if r.engine_stats is not None and r.engine_stats.verify_steps is not None]
@@ -62,7 +62,9 @@ def _engine_acceptance(records: list[TurnRecord], num_resamples: int):
         table = requests_from_histograms([s.acceptance_histogram for s in stats], **common)
     else:
         drafted = [s.draft_tokens for s in stats]
-        draft_length = next((s.draft_length for s in stats if s.draft_length), None)
+        draft_length = next((s.draft_length for s in stats if s.draft_length), None) or fallback_draft_length
+        if draft_length is None and not all(d is not None for d in drafted):
+            return None, None
         table = requests_from_counts(
             [s.verify_steps for s in stats], [s.accepted_tokens or 0 for s in stats],
             drafted if all(d is not None for d in drafted) else None, draft_length=draft_length, **common)
@@ -133,13 +135,19 @@ def analyse_point(point: str, records: list[TurnRecord], engine: str, url: str, 
     ok = [r for r in measured if r.ok]
     first = measured[0] if measured else None
     flags: list[str] = []
-    engine_summary, engine_meta = _engine_acceptance(ok, num_resamples)
-    if draft_length is None and engine_summary is not None:
-        draft_length = engine_summary.draft_length
+    # K: given, else as the engine reports it, else from the counters, else inferred from chunks.
+    given = draft_length
+    if draft_length is None:
+        draft_length = next((r.engine_stats.draft_length for r in ok
+                             if r.engine_stats is not None and r.engine_stats.draft_length), None)
     counters = _counter_acceptance(engine, url, counter_entry, len(ok))
     if draft_length is None and counters and counters.get("draft_length"):
         draft_length = counters["draft_length"]
     chunks = _chunk_acceptance(ok, draft_length, num_resamples)
+    if draft_length is None and chunks is not None:
+        draft_length = chunks.draft_length
+        flags.append(f"draft_length_inferred: K = {draft_length} from the largest chunk (pass --draft-length)")
+    engine_summary, engine_meta = _engine_acceptance(ok, num_resamples, draft_length)
     untrimmed = _chunk_acceptance(ok, draft_length, 0, TrimRules(last_chunk="keep"))
     sources: dict[str, Any] = {}
     if chunks is not None:
@@ -196,6 +204,8 @@ def analyse_point(point: str, records: list[TurnRecord], engine: str, url: str, 
         "errors_by_kind": dict(errors),
         "num_warmup_excluded": sum(1 for r in records if r.warmup),
         "finish_reasons": dict(Counter(r.finish_reason for r in ok)),
+        "draft_length": draft_length,
+        "draft_length_given": given is not None,
         "primary_acceptance_source": primary,
         "acceptance": sources,
         "agreement": agreement,
