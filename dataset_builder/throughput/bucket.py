@@ -1,0 +1,200 @@
+"""Build one Throughput bucket (``throughput_<N>k``): 3 entropy tiers x ``per_tier`` prompts of exactly N tokens.
+
+Per tier, the rows are shared equally among its task types, capped by how many prompts with
+distinct content each can make at this length (``capacity``); what a capped task type cannot
+fill goes to the others of the tier. Each prompt is rendered from its source units and fitted
+to exactly N o200k_base tokens (``fit.py``); ``src_id`` records the recipe (``base.py``).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from speedbench.dataset_builder.registry import BuildContext, BuiltConfig
+from speedbench.dataset_builder.throughput.answer_selection import AnswerSelection
+from speedbench.dataset_builder.throughput.base import Recipe, TaskType, stable_rng
+from speedbench.dataset_builder.throughput.book_continuation import BookContinuation
+from speedbench.dataset_builder.throughput.code_completion import CodeCompletion
+from speedbench.dataset_builder.throughput.creative_writing import CreativeWriting
+from speedbench.dataset_builder.throughput.dialogue_continuation import DialogueContinuation
+from speedbench.dataset_builder.throughput.exam_qa import ExamQA
+from speedbench.dataset_builder.throughput.fit import PADDING, FittedPrompt, fit_to_length, o200k_codec
+from speedbench.dataset_builder.throughput.reuse import reuse_statistics
+from speedbench.dataset_builder.throughput.text_sorting import TextSorting
+from speedbench.schema import THROUGHPUT_CATEGORIES, DatasetRow, make_question_id
+
+DEFAULT_PER_TIER = 512
+TIER_TASKS: dict[str, tuple[type[TaskType], ...]] = {
+    "low_entropy": (CodeCompletion, TextSorting),
+    "mixed": (ExamQA, AnswerSelection),
+    "high_entropy": (DialogueContinuation, BookContinuation, CreativeWriting),
+}
+# Mirror paths each bucket reads (hashed into manifest.json by the writer).
+SOURCE_PATHS = ("gutenberg_dighums", "humaneval_x", "benchfortir/hle/top.json", "benchfortir/math/test.jsonl",
+                "gsm8k", "math_rise/math_test_1000.jsonl", "adaleval/stackselect_1k.json",
+                "bamboo/showspred_4k.jsonl", "bamboo/showspred_16k.jsonl", "bamboo/meetingpred_4k.jsonl",
+                "summarization/qmsum", "writingbench")
+
+
+class UnitTokens:
+    """o200k token count of a task's source unit, computed once per unit."""
+
+    def __init__(self) -> None:
+        self.cache: dict[str, int] = {}
+        self.task: TaskType | None = None
+
+    def __call__(self, unit: str) -> int:
+        count = self.cache.get(unit)
+        if count is None:
+            from speedbench.tokenization.o200k import count_tokens
+            count = self.cache[unit] = count_tokens(self.task.unit_text(unit))
+        return count
+
+
+@lru_cache(maxsize=4)
+def task_types(sources: str, seed: int) -> dict[str, TaskType]:
+    """One instance of every task type (they cache their source reads), keyed by sub_category."""
+    tasks = {}
+    for classes in TIER_TASKS.values():
+        for cls in classes:
+            counter = UnitTokens()
+            task = cls(Path(sources), counter, seed=seed) if cls in (TextSorting, BookContinuation) \
+                else cls(Path(sources), counter)
+            counter.task = task
+            tasks[task.name] = task
+    return tasks
+
+
+def allocate(total: int, capacities: Sequence[int | None]) -> list[int]:
+    """Share ``total`` rows equally, capped by capacity (None = no cap); spill what a cap refuses to the others."""
+    n = len(capacities)
+    shares = [total // n + (1 if i < total % n else 0) for i in range(n)]
+    allocation = [s if c is None else min(s, c) for s, c in zip(shares, capacities)]
+    deficit = total - sum(allocation)
+    while deficit > 0:
+        open_tasks = [i for i, c in enumerate(capacities) if c is None or allocation[i] < c]
+        if not open_tasks:
+            break
+        for i in open_tasks:
+            if deficit == 0:
+                break
+            allocation[i] += 1
+            deficit -= 1
+    return allocation
+
+
+@dataclass
+class BuiltPrompt:
+    row: DatasetRow
+    units: tuple[str, ...]
+    fitted: FittedPrompt
+
+
+def build_prompt(task: TaskType, units: Sequence[str], n_tokens: int, config: str, codec=None) -> BuiltPrompt:
+    codec = codec or o200k_codec()
+    rendered = task.render(units)
+    body_tokens = codec.encode(rendered.body) if rendered.body else []
+    fitted = fit_to_length(rendered.head, body_tokens, rendered.tail, n_tokens, codec)
+    if fitted.n_tokens != n_tokens:  # fit_to_length counts the exact returned string
+        raise AssertionError(f"{config}: prompt from {units[:3]} has {fitted.n_tokens} tokens, not {n_tokens}")
+    recipe = Recipe(tuple(units), fitted.body_tokens_used, fitted.padding_chars)
+    source = task.row_source(units)
+    src_id = recipe.to_src_id()
+    row = DatasetRow(category=task.tier, sub_category=task.name, turns=[fitted.text], source=source,
+                     src_id=src_id, language=task.row_language(units), license=task.row_license(units),
+                     question_id=make_question_id(source, src_id, salt=config))
+    return BuiltPrompt(row, tuple(units), fitted)
+
+
+def render_from_recipe(task: TaskType, recipe: Recipe, codec=None) -> str:
+    """The exact prompt text a recipe stands for (used by resolve; no search, no fit)."""
+    from speedbench.dataset_builder.throughput.fit import padding_text
+    codec = codec or o200k_codec()
+    rendered = task.render(recipe.units)
+    body_tokens = codec.encode(rendered.body) if rendered.body else []
+    body = codec.decode_prefix(body_tokens, recipe.body_tokens)
+    return rendered.head + body + rendered.tail + padding_text(recipe.padding_chars)
+
+
+def _progress(iterable, enabled: bool, description: str, total: int):
+    if not enabled:
+        return iterable
+    from tqdm import tqdm
+    return tqdm(iterable, desc=description, total=total, unit="prompt", leave=False)
+
+
+def build_bucket(ctx: BuildContext, config: str, n_tokens: int) -> BuiltConfig:
+    per_tier = int(ctx.options.get("per_tier") or DEFAULT_PER_TIER)
+    allow_short = bool(ctx.options.get("allow_short", False))
+    tasks = task_types(str(ctx.sources), ctx.seed)
+    codec = o200k_codec()
+    prompts: list[BuiltPrompt] = []
+    stats: dict = {"n_tokens": n_tokens, "per_tier": per_tier, "padding": PADDING, "allocation": {},
+                   "capacity": {}, "reuse": {}, "padded_rows": {}, "sub_category_rows": {}}
+    for tier in THROUGHPUT_CATEGORIES:
+        tier_tasks = [tasks[cls.name] for cls in TIER_TASKS[tier]]
+        capacities = [t.capacity(n_tokens) for t in tier_tasks]
+        allocation = allocate(per_tier, capacities)
+        if sum(allocation) < per_tier and not allow_short:
+            raise ValueError(f"{config}: tier {tier} can make only {sum(allocation)} distinct prompts of "
+                             f"{n_tokens} tokens from the sources (asked {per_tier}); use --allow-short")
+        stats["allocation"][tier] = {t.name: a for t, a in zip(tier_tasks, allocation)}
+        stats["capacity"][tier] = {t.name: c for t, c in zip(tier_tasks, capacities)}
+        tier_prompts: list[BuiltPrompt] = []
+        for task, count in zip(tier_tasks, allocation):
+            selections = task.select(n_tokens, count, stable_rng(ctx.seed, config, task.name))
+            for units in _progress(selections, ctx.progress, f"{config} {task.name}", len(selections)):
+                tier_prompts.append(build_prompt(task, units, n_tokens, config, codec))
+        tokens = {}
+        for p in tier_prompts:
+            counter = tasks[p.row.sub_category].unit_tokens
+            for u in p.units:
+                tokens[u] = counter(u)
+        stats["reuse"][tier] = reuse_statistics([p.units for p in tier_prompts], tokens).to_dict()
+        stats["padded_rows"][tier] = sum(1 for p in tier_prompts if p.fitted.padding_chars)
+        prompts += tier_prompts
+    for p in prompts:
+        key = f"{p.row.category}/{p.row.sub_category}"
+        stats["sub_category_rows"][key] = stats["sub_category_rows"].get(key, 0) + 1
+    stats["languages"] = sorted({p.row.language for p in prompts})
+    rows = [p.row for p in prompts]
+    return BuiltConfig(name=config, rows=rows, card_section=card_section(config, stats),
+                       stats=stats, source_files=[Path(ctx.sources) / p for p in SOURCE_PATHS])
+
+
+def card_section(config: str, stats: dict) -> str:
+    n = stats["n_tokens"]
+    lines = [f"### `{config}`: exactly {n:,} o200k_base tokens per prompt", "",
+             f"{stats['per_tier']} prompts per entropy tier requested. Every prompt is exactly {n:,} tokens "
+             "under tiktoken `o200k_base` (checked for every row when it is built): longer text is cut at a "
+             "token boundary inside the context, shorter text is padded with the neutral suffix "
+             f"`{PADDING.strip()!s}\\n` (the reference code's padding); the task instruction is never cut. "
+             "`src_id` lists the source units (`package==version:path`, `<book>#t<start>-<end>`, "
+             "`hle:<id>`, ...) and `@k=<context tokens kept>,pad=<padding characters>`.", "",
+             "| tier | task (`sub_category`) | rows | distinct-content capacity | padded rows (tier) |",
+             "|---|---|---|---|---|"]
+    for tier, allocation in stats["allocation"].items():
+        for task, count in allocation.items():
+            capacity = stats["capacity"][tier][task]
+            lines.append(f"| {tier} | {task} | {count} | {'reuse allowed' if capacity is None else capacity} | "
+                         f"{stats['padded_rows'][tier]} |")
+    lines += ["", "Content reuse (distinct source tokens / total source tokens; 1.000 = no unit used twice):", "",
+              "| tier | prompts | total source tokens | distinct source tokens | ratio | max uses of one unit |",
+              "|---|---|---|---|---|---|"]
+    for tier, reuse in stats["reuse"].items():
+        lines.append(f"| {tier} | {reuse['prompts']} | {reuse['total_source_tokens']:,} | "
+                     f"{reuse['distinct_source_tokens']:,} | {reuse['distinct_ratio']:.3f} | "
+                     f"{reuse['max_uses_of_one_unit']} |")
+    lines += ["", "Where a tier's sources run out (exam demonstrations, StackSelect distractors, dialogues), "
+              "units are drawn again from a seeded reshuffle of the pool; final questions, code files and "
+              "book passages are never reused within a bucket."]
+    return "\n".join(lines)
+
+
+def make_builder(config: str, n_tokens: int):
+    def builder(ctx: BuildContext) -> BuiltConfig:
+        return build_bucket(ctx, config, n_tokens)
+    builder.__name__ = f"build_{config}"
+    return builder

@@ -1,0 +1,179 @@
+"""Readers for the source files the Throughput split is built from (the offline mirror + site-packages).
+
+Every reader returns plain Python records in the file's own order, with a stable id per record,
+and is cached per path so that the five buckets share one read. Bad input raises an error naming
+the file and line.
+"""
+from __future__ import annotations
+
+import gzip
+import importlib.metadata
+import json
+import re
+import tomllib
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+GUTENBERG_START = re.compile(r"^\*\*\* ?START OF (THE|THIS) PROJECT GUTENBERG EBOOK.*$", re.MULTILINE)
+GUTENBERG_END = re.compile(r"^\*\*\* ?END OF (THE|THIS) PROJECT GUTENBERG EBOOK.*$", re.MULTILINE)
+
+
+class SourceError(ValueError):
+    """A source file that is missing or malformed; the message names it."""
+
+
+def _require(path: Path) -> Path:
+    if not path.exists():
+        raise SourceError(f"{path}: source file not found (is --sources the offline mirror?)")
+    return path
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    """One JSON object per line (gzip allowed); blank lines skipped, a bad line is named."""
+    path = _require(Path(path))
+    opener = gzip.open if path.suffix == ".gz" else open
+    records = []
+    with opener(path, "rt", encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError as error:
+                raise SourceError(f"{path}: line {number} is not valid JSON ({error})") from error
+    return records
+
+
+@lru_cache(maxsize=None)
+def jsonl_records(path: str, skip_malformed: bool = False) -> tuple[dict, ...]:
+    """Cached :func:`read_jsonl`; ``skip_malformed`` drops unparsable lines (BAMBOO paperqa has one)."""
+    if not skip_malformed:
+        return tuple(read_jsonl(Path(path)))
+    records = []
+    with open(_require(Path(path)), encoding="utf-8") as handle:
+        for line in handle:
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return tuple(records)
+
+
+@lru_cache(maxsize=None)
+def json_document(path: str) -> object:
+    path_ = _require(Path(path))
+    try:
+        return json.loads(path_.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise SourceError(f"{path_}: not valid JSON ({error})") from error
+
+
+def gutenberg_body(text: str) -> str:
+    """The book text between the Project Gutenberg START and END lines (the licence is not the book)."""
+    start = GUTENBERG_START.search(text)
+    end = GUTENBERG_END.search(text)
+    body = text[start.end() if start else 0:end.start() if end else len(text)]
+    return body.replace("\r\n", "\n").strip("\ufeff\n ")
+
+
+@lru_cache(maxsize=None)
+def gutenberg_books(root: str) -> tuple[tuple[str, str], ...]:
+    """(relative path, book text) for every novel under ``gutenberg_dighums/``, sorted by path."""
+    folder = _require(Path(root) / "gutenberg_dighums")
+    books = []
+    for path in sorted(folder.glob("*/*.txt")):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        books.append((str(path.relative_to(root)), gutenberg_body(text)))
+    if not books:
+        raise SourceError(f"{folder}: no .txt books found")
+    return tuple(books)
+
+
+@dataclass(frozen=True)
+class CodeFile:
+    corpus: str        # "pandas==3.1.1" or "humaneval-x/cpp"
+    path: str          # path inside the package, or the HumanEval-X task id
+    language: str
+    text: str
+
+    @property
+    def unit_id(self) -> str:
+        return f"{self.corpus}:{self.path}"
+
+
+def pinned_packages(pyproject: Path = REPO_ROOT / "pyproject.toml") -> list[tuple[str, str]]:
+    """(name, version) of the core dependencies pinned with ``==`` in this project's pyproject.toml."""
+    data = tomllib.loads(_require(pyproject).read_text(encoding="utf-8"))
+    pins = []
+    for requirement in data["project"]["dependencies"]:
+        name, _, version = requirement.partition("==")
+        if version:
+            pins.append((name.strip(), version.strip()))
+    return pins
+
+
+# Core dependencies whose installed sources make up the code-completion corpus. Small or binary-only
+# packages add little: we keep those with a substantial amount of Python source.
+CODE_PACKAGES = ("numpy", "pandas", "pyarrow", "datasets", "huggingface_hub", "tqdm", "tiktoken")
+MIN_CODE_FILE_CHARS = 2000
+
+
+@lru_cache(maxsize=None)
+def site_package_files(packages: tuple[str, ...] = CODE_PACKAGES) -> tuple[CodeFile, ...]:
+    """Python source files of the pinned packages as installed, ``package==version:path``, sorted.
+
+    The installed version must equal the pin: the ``src_id`` names the version, so a different
+    installation would silently give different content under the same id.
+    """
+    pins = dict(pinned_packages())
+    files = []
+    for name in packages:
+        if name not in pins:
+            continue
+        try:
+            distribution = importlib.metadata.distribution(name)
+        except importlib.metadata.PackageNotFoundError as error:
+            raise SourceError(f"package {name}=={pins[name]} (pinned in pyproject.toml) is not installed") from error
+        if distribution.version != pins[name]:
+            raise SourceError(f"package {name}: installed {distribution.version}, pinned {pins[name]}; "
+                              "reinstall the pinned version so src_id names the real content")
+        for entry in sorted(distribution.files or [], key=str):
+            if entry.suffix != ".py":
+                continue
+            path = Path(distribution.locate_file(entry))
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            if len(text) >= MIN_CODE_FILE_CHARS:
+                files.append(CodeFile(f"{name}=={pins[name]}", str(entry), "python", text))
+    return tuple(files)
+
+
+HUMANEVAL_X_LANGUAGES = ("cpp", "go", "java", "js", "python", "rust")
+
+
+@lru_cache(maxsize=None)
+def humaneval_x_files(root: str) -> tuple[CodeFile, ...]:
+    """Each HumanEval-X problem with its canonical solution, as one small source file, per language."""
+    files = []
+    for language in HUMANEVAL_X_LANGUAGES:
+        for record in read_jsonl(Path(root) / "humaneval_x" / f"humaneval_{language}.jsonl.gz"):
+            # The prompt already holds the declaration for most languages; Go/Rust keep it apart.
+            text = record["prompt"] + record["canonical_solution"]
+            if language in ("go", "rust") and record.get("declaration") and record["declaration"] not in text:
+                text = record["declaration"] + record["canonical_solution"]
+            files.append(CodeFile(f"humaneval-x/{language}", record["task_id"], language, text))
+    return tuple(files)
+
+
+def license_of_package(name: str) -> str:
+    try:
+        metadata = importlib.metadata.metadata(name)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+    value = metadata.get("License-Expression") or metadata.get("License") or ""
+    return value.splitlines()[0][:60] if value else "see package metadata"
