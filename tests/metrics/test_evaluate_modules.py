@@ -128,3 +128,21 @@ def test_speedup_and_latency_modules(evaluate, at_repo_root):
     )
     assert lat["output_tps"] == pytest.approx(8.0)
     assert lat["per_category"]["b"]["ttft"]["mean"] == pytest.approx(0.4)
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_metric_card_examples_run(evaluate, name, at_repo_root):
+    card = (at_repo_root / "metrics" / name / "README.md").read_text()
+    assert card.startswith("---\n") and "\ntags:\n- evaluate\n- metric\n" in card.split("\n---\n")[0]
+    globs = {
+        "evaluate": evaluate,
+        "speedup": evaluate.load("metrics/speedbench_speedup"),
+        "latency": evaluate.load("metrics/speedbench_latency"),
+    }
+    # a closing code fence right after an expected output would be read as part of it
+    text = "\n".join("" if line.startswith("```") else line for line in card.splitlines())
+    test = doctest.DocTestParser().get_doctest(text, globs, f"{name}/README.md", None, 0)
+    assert test.examples
+    runner = doctest.DocTestRunner()
+    runner.run(test)
+    assert runner.failures == 0
