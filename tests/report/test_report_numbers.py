@@ -1,0 +1,152 @@
+"""The report's numbers are the metrics core's numbers on the same records, and match hand values."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from speedbench import metrics as M
+from speedbench.records import read_records
+from speedbench.report import RunFolderError, build_report
+from speedbench.report.compute import request_timings
+
+
+@pytest.fixture
+def report(synthetic_report):
+    return synthetic_report
+
+
+def _point_records(run_dir, point):
+    return [r for r in read_records(run_dir / "records.jsonl") if r.run_point == point and not r.warmup]
+
+
+def test_acceptance_equals_metrics_core(report, synthetic_runs):
+    _, data = report
+    for point in ("c1", "c2"):
+        records = _point_records(synthetic_runs["sd"], point)
+        table = M.requests_from_step_sizes([r.chunk_tokens for r in records], draft_length=4,
+                                           categories=[r.category for r in records],
+                                           question_ids=[r.question_id for r in records],
+                                           finish_reasons=[r.finish_reason for r in records])
+        expected = M.summarize_acceptance(table, num_resamples=1000, confidence=0.95, seed=0)
+        rows = {r["category"]: r for r in data["acceptance"] if r["run"] == "sd" and r["point"] == point}
+        assert set(rows) == {"all", "coding", "writing", "math"}
+        assert rows["all"]["acceptance_length"] == expected.acceptance_length
+        assert [rows["all"]["acceptance_length_ci_low"], rows["all"]["acceptance_length_ci_high"]] == expected.acceptance_length_ci
+        for category, summary in expected.per_category.items():
+            assert rows[category]["acceptance_length"] == summary["acceptance_length"]
+            assert rows[category]["acceptance_length_request_weighted"] == summary["acceptance_length_request_weighted"]
+            assert [rows[category]["acceptance_length_ci_low"], rows[category]["acceptance_length_ci_high"]] == \
+                summary["acceptance_length_ci"]
+        positions = sorted((r for r in data["position_rates"] if r["run"] == "sd" and r["point"] == point
+                            and r["category"] == "all"), key=lambda r: r["position"])
+        assert [r["conditional_acceptance_rate"] for r in positions] == expected.conditional_acceptance_rate
+
+
+def test_hand_computed_values(report):
+    _, data = report
+    # "math" accepts every draft: after the lone prefill token and before the cut last step,
+    # every step is K+1 = 5 tokens, so AL is exactly 5 with a degenerate interval.
+    math_row = next(r for r in data["acceptance"] if r["run"] == "sd" and r["point"] == "c1" and r["category"] == "math")
+    assert math_row["acceptance_length"] == 5.0
+    assert (math_row["acceptance_length_ci_low"], math_row["acceptance_length_ci_high"]) == (5.0, 5.0)
+    points = {(p["run"], p["point"]): p for p in data["points"]}
+    # Baseline: 18 requests of 24 tokens, each 0.05 s TTFT + 23 steps of 0.01 s = 0.28 s.
+    c1, c2 = points[("baseline", "c1")], points[("baseline", "c2")]
+    assert c1["output_tps"] == pytest.approx(18 * 24 / (18 * 0.28), rel=1e-12)
+    assert c2["output_tps"] == pytest.approx(18 * 24 / (9 * 0.28), rel=1e-12)
+    assert c2["achieved_concurrency"] == pytest.approx(2.0, rel=1e-12)
+    assert c1["ttft_p50_s"] == pytest.approx(0.05, abs=1e-12)
+    assert c1["step_latency_p99_s"] == pytest.approx(0.01, abs=1e-12)
+    assert c1["tpot_mean_s"] == pytest.approx(0.01, abs=1e-12)
+    assert c1["e2e_p50_s"] == pytest.approx(0.28, abs=1e-12)
+    assert c1["max_tokens_share"] == 1.0
+    # Appendix G with t_ar = 0.01 s and t_sd = 0.02 s: S = AL / 2.
+    for row in data["speedup"]:
+        sd_point = points[("sd", f"c{row['concurrency']}")]
+        assert row["t_ar_s"] == pytest.approx(0.01, abs=1e-12)
+        assert row["t_sd_s"] == pytest.approx(0.02, abs=1e-12)
+        assert row["estimated_speedup"] == pytest.approx(sd_point["acceptance_length"] / 2, rel=1e-12)
+        assert row["measured_speedup"] == pytest.approx(sd_point["output_tps"] / points[("baseline", f"c{row['concurrency']}")]["output_tps"], rel=1e-12)
+
+
+def test_latency_equals_metrics_core(report, synthetic_runs):
+    _, data = report
+    for run in ("sd", "baseline"):
+        for point in ("c1", "c2"):
+            records = _point_records(synthetic_runs[run], point)
+            expected = M.summarize_latency(request_timings(records), requested_concurrency=records[0].requested_concurrency)
+            row = next(p for p in data["points"] if p["run"] == run and p["point"] == point)
+            assert row["output_tps"] == expected.output_tps
+            assert row["achieved_concurrency"] == expected.achieved_concurrency
+            assert row["user_tps_mean"] == expected.user_tps.mean
+            for quantity in ("ttft", "step_latency", "tpot", "e2e"):
+                for stat in ("mean", "p50", "p90", "p99"):
+                    assert row[f"{quantity}_{stat}_s"] == getattr(getattr(expected, quantity), stat)
+
+
+def test_markdown_csv_and_json_carry_the_same_numbers(report):
+    files, data = report
+    markdown = files.markdown.read_text()
+    al = next(r for r in data["acceptance"] if r["run"] == "sd" and r["point"] == "c1" and r["category"] == "all")
+    assert f"{al['acceptance_length']:.3f}" in markdown
+    csv_text = files.csv["acceptance"].read_text()
+    assert repr(al["acceptance_length"]) in csv_text
+    assert "speedup" in files.csv and "points" in files.csv
+    assert set(files.figures) >= {"acceptance_by_category", "conditional_acceptance", "pareto", "speedup", "latency"}
+
+
+def test_best_draft_length_picks_highest_throughput(synthetic_runs, tmp_path, run_writer):
+    k2 = run_writer(tmp_path / "k2", speculative=True, draft_length=2, step_s=0.012, seed=5)
+    files = build_report([synthetic_runs["sd"], k2, synthetic_runs["baseline"]], tmp_path / "out")
+    data = json.loads(files.json.read_text())
+    for row in data["best_draft_length"]:
+        candidates = {int(p["draft_length"]): p["output_tps"] for p in data["points"]
+                      if p["requested_concurrency"] == row["concurrency"]}
+        assert row["best_draft_length"] == max(candidates, key=candidates.get)
+        assert row["best_output_tps"] == max(candidates.values())
+    assert {r["concurrency"] for r in data["best_draft_length"]} == {1, 2}
+
+
+def test_flags_errors_and_merged_chunks(tmp_path, run_writer, records_maker):
+    base = records_maker(speculative=True, draft_length=4, concurrency=1, per_category=1, max_tokens=24,
+                             ttft_s=0.05, step_s=0.02, seed=0)
+    failed = base[0].__class__(**{**base[0].__dict__, "record_key": "c1/x/0", "question_id": "x",
+                                  "chunk_ns": [], "chunk_tokens": [], "error": "HTTP 503 <busy>", "error_kind": "http_5xx",
+                                  "finish_reason": None, "engine_stats": None})
+    merged = base[1].__class__(**{**base[1].__dict__, "record_key": "c1/y/0", "question_id": "y",
+                                  "chunk_tokens": [1, 9, 5, 5, 4], "chunk_ns": base[1].chunk_ns[:5]})
+    run = run_writer(tmp_path / "flags", speculative=True, concurrencies=(), extra_records=base + [failed, merged])
+    files = build_report([run], tmp_path / "out")
+    data = json.loads(files.json.read_text())
+    kinds = {(f["flag"], f["kind"]): f for f in data["flags"]}
+    assert kinds[("errors", "http_5xx")]["count"] == 1
+    assert kinds[("merged_chunks", "chunks")]["count"] == 1
+    point = data["points"][0]
+    assert (point["num_requests"], point["num_errors"]) == (len(base) + 2, 1)
+    html = files.html.read_text()
+    assert "HTTP 503 &lt;busy&gt;" in html
+
+
+def test_html_escapes_text(report):
+    files, _ = report
+    html = files.html.read_text()
+    assert "<script>alert(1)</script>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_bad_run_folder_names_the_file(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(RunFolderError, match="manifest.json"):
+        build_report([tmp_path / "empty"], tmp_path / "out")
+    from speedbench.cli import main
+
+    assert main(["report", str(tmp_path / "empty"), "--out", str(tmp_path / "out")]) == 1
+
+
+def test_nan_free_json(report):
+    files, _ = report
+    text = files.json.read_text()
+    assert "NaN" not in text and "Infinity" not in text
+    assert not any(isinstance(v, float) and math.isnan(v) for v in json.loads(text)["points"][0].values())
