@@ -24,7 +24,7 @@ _COLORS = plt.rcParams["axes.prop_cycle"].by_key()["color"]
 def _png(fig) -> bytes:
     buffer = io.BytesIO()
     # No creation date in the metadata, so the same data give the same bytes.
-    fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight", metadata={"Software": None})
+    fig.savefig(buffer, format="png", dpi=110, metadata={"Software": None})
     plt.close(fig)
     return buffer.getvalue()
 
@@ -48,7 +48,7 @@ def acceptance_by_category(data: ReportData) -> Figure | None:
     categories = list(dict.fromkeys(r["category"] for r in rows if r["category"] != "all")) + ["all"]
     labels = {r["run"]: r["label"] for r in rows}
     width = 0.8 / len(runs)
-    fig, ax = plt.subplots(figsize=(max(6, 0.7 * len(categories) * max(1, len(runs)) + 2), 4))
+    fig, ax = plt.subplots(figsize=(max(6, 0.7 * len(categories) * max(1, len(runs)) + 2), 4), layout="constrained")
     for i, run in enumerate(runs):
         by_cat = {r["category"]: r for r in rows if r["run"] == run}
         xs, ys, lo, hi = [], [], [], []
@@ -77,7 +77,7 @@ def conditional_acceptance(data: ReportData) -> Figure | None:
     rows = [r for r in data.position_rates if r["category"] == "all" and chosen.get(r["run"]) == r["point"]]
     if not rows:
         return None
-    fig, ax = plt.subplots(figsize=(6, 3.6))
+    fig, ax = plt.subplots(figsize=(6, 3.6), layout="constrained")
     for i, run in enumerate(dict.fromkeys(r["run"] for r in rows)):
         mine = sorted((r for r in rows if r["run"] == run), key=lambda r: r["position"])
         xs = [r["position"] for r in mine]
@@ -101,7 +101,7 @@ def pareto_curves(data: ReportData) -> Figure | None:
     buckets = [b for b in buckets if len({r["requested_concurrency"] for r in rows if r["dataset_config"] == b}) >= 2] or buckets
     if not rows:
         return None
-    fig, axes = plt.subplots(1, len(buckets), figsize=(5.2 * len(buckets), 4), squeeze=False)
+    fig, axes = plt.subplots(1, len(buckets), figsize=(5.2 * len(buckets), 4), squeeze=False, layout="constrained")
     for ax, bucket in zip(axes[0], buckets):
         mine = [r for r in rows if r["dataset_config"] == bucket]
         for i, run in enumerate(dict.fromkeys(r["run"] for r in mine)):
@@ -130,7 +130,7 @@ def speedup_by_concurrency(data: ReportData) -> Figure | None:
     groups = defaultdict(list)
     for row in rows:
         groups[(row["dataset_config"], row["sd_label"])].append(row)
-    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    fig, ax = plt.subplots(figsize=(6.4, 3.8), layout="constrained")
     for i, ((config, label), mine) in enumerate(sorted(groups.items())):
         mine = sorted(mine, key=lambda r: r["concurrency"])
         color = _COLORS[i % len(_COLORS)]
@@ -154,7 +154,7 @@ def latency_percentiles(data: ReportData) -> Figure | None:
     if not rows:
         return None
     quantities = [("ttft", "TTFT"), ("step_latency", "step latency"), ("tpot", "TPOT"), ("e2e", "E2E")]
-    fig, axes = plt.subplots(1, 4, figsize=(16, 3.6))
+    fig, axes = plt.subplots(1, 4, figsize=(16, 3.6), layout="constrained")
     series = list(dict.fromkeys((r["run"], r["label"], r["dataset_config"]) for r in rows))
     for ax, (key, title) in zip(axes, quantities):
         for i, (run, label, config) in enumerate(series):
@@ -176,7 +176,7 @@ def achieved_concurrency(data: ReportData) -> Figure | None:
     rows = [p for p in data.points if p.get("requested_concurrency") and p.get("achieved_concurrency") is not None]
     if not rows:
         return None
-    fig, ax = plt.subplots(figsize=(4.6, 4))
+    fig, ax = plt.subplots(figsize=(4.6, 4), layout="constrained")
     top = max(max(r["requested_concurrency"] for r in rows), max(r["achieved_concurrency"] for r in rows))
     ax.plot([0, top], [0, top], color="grey", linestyle=":", label="achieved = requested")
     for i, run in enumerate(dict.fromkeys(r["run"] for r in rows)):
@@ -193,7 +193,7 @@ def achieved_concurrency(data: ReportData) -> Figure | None:
 def best_draft_length(data: ReportData) -> Figure | None:
     if not data.best_draft_length:
         return None
-    fig, ax = plt.subplots(figsize=(6, 3.8))
+    fig, ax = plt.subplots(figsize=(6, 3.8), layout="constrained")
     for i, config in enumerate(sorted({r["dataset_config"] for r in data.best_draft_length})):
         rows = sorted((r for r in data.best_draft_length if r["dataset_config"] == config), key=lambda r: r["concurrency"])
         ax.plot([r["concurrency"] for r in rows], [r["best_draft_length"] for r in rows], marker="o",
