@@ -59,38 +59,47 @@ class AnswerSelection(TaskType):
     def select(self, n_tokens: int, count: int, rng: random.Random) -> list[tuple[str, ...]]:
         question_ids = sorted(self.questions)
         rng.shuffle(question_ids)
-        fixed = count_tokens(HEAD) + count_tokens(TAIL) + MARGIN_TOKENS
-        all_answers = [f"{q}/A{i + 1}" for q in sorted(self.questions) for i in range(len(self.questions[q]["answers"]))]
-        distractors = UnitStream(all_answers, rng, cycle=True)
+        distractors = self.distractor_stream(rng)
         selections = []
         for qid in question_ids:
             if len(selections) == count:
                 break
-            q = self.questions[qid]
-            right = f"{qid}/A{q['right'] + 1}"
-            budget = n_tokens - fixed - self.unit_tokens(qid) - self.unit_tokens(right) - LABEL_TOKENS
-            if budget < 0:
-                continue  # question and right answer alone exceed the bucket
-            chosen = [right]
-            for i in range(len(q["answers"])):
-                unit = f"{qid}/A{i + 1}"
-                if unit != right and self.unit_tokens(unit) + LABEL_TOKENS <= budget:
-                    chosen.append(unit)
-                    budget -= self.unit_tokens(unit) + LABEL_TOKENS
-            own = {f"{qid}/A{i + 1}" for i in range(len(q["answers"]))}
-            misses = 0
-            while budget > LABEL_TOKENS and misses < 50:
-                unit = distractors.draw(own | set(chosen))
-                if unit is None:
-                    break
-                cost = self.unit_tokens(unit) + LABEL_TOKENS
-                if cost <= budget:
-                    chosen.append(unit)
-                    budget -= cost
-                else:
-                    misses += 1
-            selections.append((qid, *chosen))
+            units = self.select_for(qid, n_tokens, distractors)
+            if units is not None:
+                selections.append(units)
         return selections
+
+    def distractor_stream(self, rng: random.Random) -> UnitStream:
+        answers = [f"{q}/A{i + 1}" for q in sorted(self.questions) for i in range(len(self.questions[q]["answers"]))]
+        return UnitStream(answers, rng, cycle=True)
+
+    def select_for(self, qid: str, n_tokens: int, distractors: UnitStream) -> tuple[str, ...] | None:
+        """Question ``qid`` with its right answer, its other answers and distractors up to N (None if it cannot fit)."""
+        q = self.questions[qid]
+        fixed = count_tokens(HEAD) + count_tokens(TAIL) + MARGIN_TOKENS
+        right = f"{qid}/A{q['right'] + 1}"
+        budget = n_tokens - fixed - self.unit_tokens(qid) - self.unit_tokens(right) - LABEL_TOKENS
+        if budget < 0:
+            return None  # question and right answer alone exceed the bucket
+        chosen = [right]
+        for i in range(len(q["answers"])):
+            unit = f"{qid}/A{i + 1}"
+            if unit != right and self.unit_tokens(unit) + LABEL_TOKENS <= budget:
+                chosen.append(unit)
+                budget -= self.unit_tokens(unit) + LABEL_TOKENS
+        own = {f"{qid}/A{i + 1}" for i in range(len(q["answers"]))}
+        misses = 0
+        while budget > LABEL_TOKENS and misses < 50:
+            unit = distractors.draw(own | set(chosen))
+            if unit is None:
+                break
+            cost = self.unit_tokens(unit) + LABEL_TOKENS
+            if cost <= budget:
+                chosen.append(unit)
+                budget -= cost
+            else:
+                misses += 1
+        return (qid, *chosen)
 
     def render(self, units: Sequence[str]) -> Rendered:
         qid, *answers = units

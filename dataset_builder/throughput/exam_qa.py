@@ -88,33 +88,38 @@ class ExamQA(TaskType):
 
     def select(self, n_tokens: int, count: int, rng: random.Random) -> list[tuple[str, ...]]:
         finals = self._finals(rng)[:count]
+        streams = self.demonstration_streams(rng)
+        return [self.select_for(final, n_tokens, streams) for final in finals]
+
+    def demonstration_streams(self, rng: random.Random) -> tuple[dict[str, UnitStream], UnitStream]:
+        """Per-category HLE train streams (no reuse) and the general pool (reshuffled when exhausted)."""
         demos = [u for u, it in self.items.items() if it["role"] == "demo"]
         hle_by_category: dict[str, list[str]] = {}
         for u in demos:
             if u.startswith("hle:"):
                 hle_by_category.setdefault(self.items[u]["category"], []).append(u)
         same_category = {c: UnitStream(sorted(us), rng, cycle=False) for c, us in sorted(hle_by_category.items())}
-        general = UnitStream(sorted(demos), rng, cycle=True)
-        selections = []
-        for final in finals:
-            budget = n_tokens - self.unit_tokens(final) + FILL_MARGIN_TOKENS
-            chosen: list[str] = []
-            used: set[str] = set()
-            tokens = 0
-            stream = same_category.get(self.items[final]["category"]) if final.startswith("hle:") else None
-            while tokens < budget:
-                unit = stream.draw(used) if stream is not None else None
-                if unit is None:
-                    stream = None
-                    unit = general.draw(used)
-                if unit is None:
-                    break
-                chosen.append(unit)
-                used.add(unit)
-                tokens += self.unit_tokens(unit)
-            # Final question last: render() reads it from there.
-            selections.append(tuple(chosen) + (final,))
-        return selections
+        return same_category, UnitStream(sorted(demos), rng, cycle=True)
+
+    def select_for(self, final: str, n_tokens: int,
+                   streams: tuple[dict[str, UnitStream], UnitStream]) -> tuple[str, ...]:
+        """Demonstrations filling N tokens before ``final`` (same HLE category first), then ``final``."""
+        same_category, general = streams
+        budget = n_tokens - self.unit_tokens(final) + FILL_MARGIN_TOKENS
+        chosen: list[str] = []
+        tokens = 0
+        stream = same_category.get(self.items[final]["category"]) if final.startswith("hle:") else None
+        while tokens < budget:
+            unit = stream.draw(set(chosen) | {final}) if stream is not None else None
+            if unit is None:
+                stream = None
+                unit = general.draw(set(chosen) | {final})
+            if unit is None:
+                break
+            chosen.append(unit)
+            tokens += self.unit_tokens(unit)
+        # Final question last: render() reads it from there.
+        return tuple(chosen) + (final,)
 
     def render(self, units: Sequence[str]) -> Rendered:
         *demos, final = units
