@@ -45,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--embedding-cache", type=Path, default=None,
                         help="embedding cache folder; default: $SPEEDBENCH_CACHE/embeddings or "
                              "~/.cache/speedbench/embeddings")
-    parser.add_argument("--pool-cap", type=int, default=1500,
+    parser.add_argument("--pool-cap", type=int, default=600,
                         help="qualitative: at most this many candidates per category are embedded "
                              "(a seeded uniform sample; 0 = no cap)")
     parser.add_argument("--dedup-threshold", type=float, default=0.95,

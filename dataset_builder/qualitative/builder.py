@@ -1,0 +1,114 @@
+"""Build the Qualitative config: 11 categories x 80 prompts chosen for semantic diversity.
+
+Steps per category: pool (all adapters' candidates, capped with a seeded source-balanced sample),
+embed (cached by content hash), drop near-duplicates (FAISS), select k with the chosen selector
+(default: Algorithm 1, greedy + swap), then measure the diversity against a random sample of the
+same pool and against Spec-Bench's own prompts.
+"""
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from speedbench.dataset_builder.embeddings import EmbeddingCache, embed_texts, get_embedder
+from speedbench.dataset_builder.qualitative.pools import CategoryPool, cap_pool, collect_candidates, embedding_text
+from speedbench.dataset_builder.qualitative.report import measure, write_report
+from speedbench.dataset_builder.registry import BuildContext, BuiltConfig
+from speedbench.dataset_builder.selection import random_select, select
+from speedbench.dataset_builder.selection.dedup import near_duplicates
+from speedbench.dataset_builder.sources import SourceFiles, specbench
+from speedbench.schema import QUALITATIVE_CATEGORIES, DatasetRow
+
+DEFAULTS = {"per_category": 80, "allow_short": False, "selector": "greedy_swap", "embedder": "use",
+            "pool_cap": 600, "dedup_threshold": 0.95, "online": False}
+
+
+class ShortPoolError(ValueError):
+    """A category has fewer candidates than the rows asked for (and --allow-short was not given)."""
+
+
+def _options(ctx: BuildContext) -> dict:
+    options = {**DEFAULTS, **{k: v for k, v in ctx.options.items() if v is not None}}
+    hub_revisions = options.get("hub_revisions") or {}
+    if isinstance(hub_revisions, (str, Path)):
+        hub_revisions = json.loads(Path(hub_revisions).read_text(encoding="utf-8"))
+    options["hub_revisions"] = hub_revisions
+    return options
+
+
+def specbench_by_category(files: SourceFiles) -> dict[str, list[DatasetRow]]:
+    rows: dict[str, list[DatasetRow]] = defaultdict(list)
+    for _, row in specbench.read_rows(files.path(specbench.FILE)):
+        rows[row.category].append(row)
+    return rows
+
+
+def build_qualitative(ctx: BuildContext) -> BuiltConfig:
+    from tqdm.auto import tqdm
+
+    options = _options(ctx)
+    k = int(options["per_category"])
+    files = SourceFiles(Path(ctx.sources), online=bool(options["online"]), hub_revisions=options["hub_revisions"])
+    candidates = collect_candidates(files, progress=ctx.progress)
+    spec_rows = specbench_by_category(files)
+
+    embedder = get_embedder(options["embedder"])
+    cache = EmbeddingCache(options.get("embedding_cache"))
+    rows: list[DatasetRow] = []
+    results, category_stats, short = [], {}, {}
+    embedded_total = 0
+    for index, category in enumerate(tqdm(QUALITATIVE_CATEGORIES, desc="qualitative", unit="category",
+                                          disable=not ctx.progress)):
+        pool: CategoryPool = cap_pool(category, candidates[category], int(options["pool_cap"] or 0), ctx.seed)
+        vectors, embedded = embed_texts([embedding_text(r) for r in pool.rows], embedder, cache,
+                                        progress=ctx.progress, description=f"embedding {category}")
+        embedded_total += embedded
+        drop = near_duplicates(vectors, float(options["dedup_threshold"]))
+        keep = np.flatnonzero(~drop)
+        pool_rows, pool_vectors = [pool.rows[i] for i in keep], vectors[keep]
+        if len(pool_rows) < k:
+            message = (f"category {category!r}: only {len(pool_rows)} candidates after de-duplication "
+                       f"({pool.available} before the cap), fewer than the {k} asked for")
+            if not options["allow_short"]:
+                raise ShortPoolError(message + "; pass --allow-short to write it anyway")
+            short[category] = len(pool_rows)
+        take = min(k, len(pool_rows))
+        seed = [ctx.seed, index]
+        chosen = select(pool_vectors, take, options["selector"], seed=int(np.random.default_rng(seed).integers(2**31)))
+        random_chosen = random_select(len(pool_rows), take, np.random.default_rng(seed + [2]))
+        spec_vectors = None
+        if spec_rows.get(category):
+            spec_vectors, embedded = embed_texts([embedding_text(r) for r in spec_rows[category]], embedder, cache)
+            embedded_total += embedded
+        results.append(measure(category, pool_vectors, chosen, random_chosen, spec_vectors))
+        selected = sorted((pool_rows[i] for i in chosen), key=lambda r: r.question_id)
+        rows += selected
+        category_stats[category] = {
+            "candidates": pool.available, "pool_after_cap": len(pool.rows), "near_duplicates_removed": int(drop.sum()),
+            "pool": len(pool_rows), "selected": len(selected), "pool_per_source": pool.per_source,
+            "selected_per_source": dict(sorted(Counter(r.source for r in selected).items())),
+            "multiturn": sum(r.multiturn for r in selected),
+            "languages": sorted({r.language for r in selected}),
+            "mean_similarity": {"selected": results[-1].ours, "random": results[-1].random,
+                                "specbench": results[-1].specbench},
+        }
+    cache.close()
+    markdown, report_files = write_report(ctx.out_dir, results, embedder.model_id)
+    stats = {
+        "selector": options["selector"], "embedder": embedder.model_id, "per_category": k,
+        "pool_cap": options["pool_cap"], "dedup_threshold": options["dedup_threshold"],
+        "texts_embedded_this_build": embedded_total, "categories": category_stats, "short_categories": short,
+        "languages": sorted({r.language for r in rows}), "multiturn_rows": sum(r.multiturn for r in rows),
+        "hub_revisions": files.resolved_revisions, "report_markdown": markdown,
+        "report_files": [str(p.relative_to(ctx.out_dir)) for p in report_files],
+    }
+    return BuiltConfig(name="qualitative", rows=rows, card_section=card_section(rows, stats, options),
+                       stats=stats, source_files=list(files.used))
+
+
+def card_section(rows: list[DatasetRow], stats: dict, options: dict) -> str:
+    from speedbench.dataset_builder.qualitative.card import render_card_section
+    return render_card_section(rows, stats, options)
