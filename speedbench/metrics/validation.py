@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import itertools
+
 import numpy as np
 
 
@@ -33,7 +35,9 @@ def as_count_array(values, field: str, *, allow_negative: bool = False) -> np.nd
 
 
 def _to_int64(arr: np.ndarray, field: str, row_of=None) -> np.ndarray:
-    where = (lambda i: f" at row {row_of(i)}") if row_of else (lambda i: f" at index {i}")
+    def where(i: int) -> str:
+        return f" at row {row_of(i)}" if row_of else f" at index {i}"
+
     if arr.size == 0:
         return arr.astype(np.int64)
     if arr.dtype.kind in "iu":
@@ -99,21 +103,35 @@ def as_ragged_counts(rows, field: str) -> Ragged:
         return rows
     if isinstance(rows, (str, bytes)) or not isinstance(rows, (Sequence, np.ndarray)):
         raise MetricInputError(f"{field}: expected a list of integer lists, got {type(rows).__name__}")
-    arrays = []
     for r, row in enumerate(rows):
-        if isinstance(row, (str, bytes)) or np.ndim(row) != 1:
+        if isinstance(row, (str, bytes)) or not isinstance(row, (Sequence, np.ndarray)):
             raise MetricInputError(f"{field}: row {r} is not a flat list of integers: {row!r:.80}")
-        arr = np.asarray(row)
-        if arr.size and arr.dtype.kind not in "iu":
-            try:
-                arr = _to_int64(arr, field)
-            except MetricInputError as exc:
-                raise MetricInputError(str(exc).replace(" at index ", f" at row {r}, position ")) from None
-        arrays.append(arr.astype(np.int64, copy=False))
-    lengths = np.fromiter((a.size for a in arrays), dtype=np.int64, count=len(arrays))
-    offsets = np.zeros(len(arrays) + 1, dtype=np.int64)
+    lengths = np.fromiter((len(row) for row in rows), dtype=np.int64, count=len(rows))
+    offsets = np.zeros(len(rows) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    values = np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64)
+    if any(isinstance(row, np.ndarray) for row in rows):
+        arrays = [np.asarray(row) for row in rows]
+        bad = [r for r, a in enumerate(arrays) if a.ndim != 1]
+        if bad:
+            raise MetricInputError(f"{field}: row {bad[0]} is not a flat list of integers")
+        values = np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64)
+    else:
+        # one conversion of all rows at once: much faster than one array per row
+        try:
+            values = np.asarray(list(itertools.chain.from_iterable(rows)))
+        except (TypeError, ValueError):
+            values = np.asarray(list(itertools.chain.from_iterable(rows)), dtype=object)
+        if values.ndim != 1 or values.dtype.kind in "USO":
+            # strings, None or nested lists: keep the original objects so the error names the right one
+            values = np.asarray(list(itertools.chain.from_iterable(rows)) + [None], dtype=object)[:-1]
+    if values.size == 0:
+        values = values.astype(np.int64)
+
+    def row_and_position(i: int) -> str:
+        r = int(np.searchsorted(offsets, i, side="right") - 1)
+        return f"{r}, position {i - offsets[r]}"
+
+    values = _to_int64(values, field, row_of=row_and_position)
     if (values < 0).any():
         i = _first_bad(values < 0)
         r = int(np.searchsorted(offsets, i, side="right") - 1)

@@ -98,7 +98,8 @@ def test_counts_reject_more_accepted_than_drafted():
 
 @pytest.mark.parametrize(
     "bad, match",
-    [([[1, 2.5, 3]], r"row 0, position 1"), ([[1, 2], [3, -1]], "negative"), ([[1, float("nan")]], "integers"), ("123", "list")],
+    [([[1, 2.5, 3]], r"row 0, position 1"), ([[1, 2], [3, -1]], "negative"), ([[1, float("nan")]], "integers"), ("123", "list"),
+     ([[1, 2], [3, "4"]], r"'4' at row 1, position 1"), ([[1, [2]]], r"row 0, position 1")],
 )
 def test_step_sizes_validation(bad, match):
     with pytest.raises(MetricInputError, match=match):
