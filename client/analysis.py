@@ -38,8 +38,8 @@ def _chunk_acceptance(records: list[TurnRecord], draft_length: int | None, num_r
     from speedbench.metrics import TrimRules, requests_from_step_sizes, summarize_acceptance
 
     rows = [r for r in records if r.chunk_tokens]
-    if not rows:
-        return None
+    if not rows or (draft_length is not None and draft_length < 1):
+        return None  # K = 0 (the no-speculation baseline): no draft tokens to measure
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # merged chunks and inferred K are reported in the summary
         table = requests_from_step_sizes(
