@@ -1,0 +1,108 @@
+"""A local stand-in for the few Hub endpoints ``HfApi.create_repo`` + ``upload_folder`` call (aiohttp on 127.0.0.1).
+
+Endpoints (huggingface_hub 2.x): ``POST /api/repos/create``, ``POST /api/validate-yaml`` (the card's
+front matter), ``POST /api/{type}s/{repo}/preupload/{rev}``
+(every file answered as a "regular" upload, so no LFS/Xet transfer happens) and
+``POST /api/{type}s/{repo}/commit/{rev}`` (NDJSON: a header line, then one line per file with its
+base64 content). Received files are decoded and kept in ``repos[repo_id]`` for the test to compare.
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import threading
+
+from aiohttp import web
+
+
+class HubStandIn:
+    def __init__(self):
+        self.repos: dict[str, dict[str, bytes]] = {}
+        self.created: list[dict] = []
+        self.validated: list[dict] = []
+        self.requests: list[str] = []
+        self.unhandled: list[str] = []
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self.url = ""
+
+    async def _create(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        self.created.append(body)
+        repo_id = f"{body['organization']}/{body['name']}" if body.get("organization") else body["name"]
+        if repo_id in self.repos:
+            return web.json_response({"error": "You already created this dataset repo",
+                                      "url": f"{self.url}/datasets/{repo_id}"}, status=409)
+        self.repos[repo_id] = {}
+        return web.json_response({"url": f"{self.url}/datasets/{repo_id}", "name": repo_id})
+
+    async def _validate_yaml(self, request: web.Request) -> web.Response:
+        """Like the Hub: the README's YAML front matter must parse; a dataset's ``configs`` must name files."""
+        import yaml
+
+        body = await request.json()
+        self.validated.append(body)
+        text = body["content"]
+        errors = []
+        if not text.startswith("---\n") or "\n---" not in text[4:]:
+            errors.append({"message": "README.md has no YAML front matter"})
+        else:
+            try:
+                meta = yaml.safe_load(text[4:text.index("\n---", 4)]) or {}
+                for config in meta.get("configs", []):
+                    if not config.get("config_name") or not config.get("data_files"):
+                        errors.append({"message": f"config without name or data_files: {config}"})
+            except yaml.YAMLError as error:
+                errors.append({"message": f"invalid YAML: {error}"})
+        return web.json_response({"errors": errors, "warnings": []}, status=400 if errors else 200)
+
+    async def _preupload(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        files = [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False, "oid": None} for f in body["files"]]
+        return web.json_response({"files": files, "commitOid": "0" * 40})
+
+    async def _commit(self, request: web.Request) -> web.Response:
+        repo_id = f"{request.match_info['org']}/{request.match_info['name']}"
+        if repo_id not in self.repos:
+            return web.json_response({"error": "Repository not found"}, status=404)
+        for line in (await request.read()).splitlines():
+            item = json.loads(line)
+            if item["key"] == "file":
+                value = item["value"]
+                self.repos[repo_id][value["path"]] = base64.b64decode(value["content"])
+        oid = f"{len(self.requests):040x}"
+        return web.json_response({"commitUrl": f"{self.url}/datasets/{repo_id}/commit/{oid}", "commitOid": oid,
+                                  "success": True})
+
+    @web.middleware
+    async def _log(self, request: web.Request, handler):
+        self.requests.append(f"{request.method} {request.path}")
+        try:
+            return await handler(request)
+        except web.HTTPNotFound:
+            self.unhandled.append(f"{request.method} {request.path}")
+            raise
+
+    async def _start(self) -> None:
+        app = web.Application(middlewares=[self._log], client_max_size=1 << 28)
+        app.router.add_post("/api/repos/create", self._create)
+        app.router.add_post("/api/validate-yaml", self._validate_yaml)
+        app.router.add_post("/api/datasets/{org}/{name}/preupload/{revision}", self._preupload)
+        app.router.add_post("/api/datasets/{org}/{name}/commit/{revision}", self._commit)
+        self._runner = web.AppRunner(app)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+
+    def __enter__(self) -> "HubStandIn":
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(timeout=10)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(timeout=10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
