@@ -68,7 +68,7 @@ def padding_text(n_chars: int, padding: str = PADDING) -> str:
 
 def _pad_exactly(base: str, base_count: int, n_tokens: int, codec: Codec, padding: str) -> tuple[str, int] | None:
     """Append padding characters to ``base`` until its count is exactly ``n_tokens`` (None if it overshoots)."""
-    per_char = len(padding) / max(1, codec.count(padding))
+    per_char = len(padding) / max(1, len(codec.encode(padding)))
     n_chars = max(1, int((n_tokens - base_count) * per_char))
     seen: dict[int, int] = {}
     for _ in range(MAX_ROUNDS):

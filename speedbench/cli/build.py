@@ -58,6 +58,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="after building, upload the folder to this Hub dataset repo")
     parser.add_argument("--private", action="store_true", help="with --push: create the repo private")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument("--placeholders", action="store_true",
+                        help="export mode for publishing: rows from sources that may not be "
+                             "redistributed become placeholders; 'speedbench resolve' fills them back")
     parser.set_defaults(func=run)
 
 
@@ -82,6 +85,7 @@ def build_options(args: argparse.Namespace) -> dict:
         "pool_cap": args.pool_cap,
         "dedup_threshold": args.dedup_threshold,
         "online": args.online,
+        "placeholders": getattr(args, "placeholders", False),
     }
     if args.embedding_cache is not None:
         options["embedding_cache"] = str(args.embedding_cache)
@@ -116,6 +120,9 @@ def run(args: argparse.Namespace) -> int:
         except (FileNotFoundError, ValueError) as error:
             print(f"speedbench build: config {name!r} failed: {error}", file=sys.stderr)
             return 1
+        if getattr(args, "placeholders", False):
+            from speedbench.dataset_builder.redistribution import export_placeholders
+            built[-1].rows = export_placeholders(built[-1].rows, sources, name)
         # Write as each config finishes so a later failure does not lose earlier work.
         write_dataset(args.out, [built[-1]], {"seed": args.seed, "options": options,
                                               "sources": str(sources), "config": name})
