@@ -8,6 +8,7 @@ the rates the data were simulated from.
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import time
 
@@ -41,21 +42,24 @@ def main() -> None:
     categories = np.asarray([f"cat{i % 11}" for i in range(args.requests)], dtype=object)
     total_chunks = sum(a.size for a in step_sizes)
 
-    t0 = time.perf_counter()
+    load_before = os.getloadavg()[0]
+    c0, t0 = time.process_time(), time.perf_counter()
     table = requests_from_step_sizes(step_sizes, draft_length=TRUE_CONDITIONAL.size, categories=categories)
-    t1 = time.perf_counter()
+    c1, t1 = time.process_time(), time.perf_counter()
     point = summarize_acceptance(table, num_resamples=0)
-    t2 = time.perf_counter()
+    c2, t2 = time.process_time(), time.perf_counter()
     summary = summarize_acceptance(table, num_resamples=args.resamples, seed=0)
-    t3 = time.perf_counter()
+    c3, t3 = time.process_time(), time.perf_counter()
 
     true_al = 1 + np.cumprod(TRUE_CONDITIONAL).sum()
     print(f"machine: {platform.machine()} {platform.python_implementation()} {platform.python_version()}, numpy {np.__version__}")
     print(f"input: {args.requests:,} requests, {total_chunks:,} chunks, {summary.num_steps:,} steps after trimming, K = {TRUE_CONDITIONAL.size}, 11 categories")
-    print(f"chunk sizes -> per-request histograms        {t1 - t0:6.2f} s")
-    print(f"AL, AR, marginals (no CI)                      {t2 - t1:6.2f} s")
-    print(f"AL, AR, marginals + {args.resamples} bootstrap resamples  {t3 - t2:6.2f} s (overall and per category)")
-    print(f"total (histograms + summary with CIs)          {t3 - t2 + t1 - t0:6.2f} s  [target < 5 s]")
+    print(f"load average before the timed part: {load_before:.2f} on {os.cpu_count()} cores (other work slows wall time)")
+    print(f"{'stage':48s} {'wall s':>7s} {'cpu s':>7s}")
+    print(f"{'chunk sizes -> per-request histograms':48s} {t1 - t0:7.2f} {c1 - c0:7.2f}")
+    print(f"{'AL, AR, marginals (no CI)':48s} {t2 - t1:7.2f} {c2 - c1:7.2f}")
+    print(f"{f'AL, AR, marginals + {args.resamples} bootstrap resamples':48s} {t3 - t2:7.2f} {c3 - c2:7.2f}")
+    print(f"{'total: histograms + summary with CIs':48s} {t3 - t2 + t1 - t0:7.2f} {c3 - c2 + c1 - c0:7.2f}   [target < 5 s]")
     print(f"AL step-weighted     {summary.acceptance_length:.4f}  CI {np.round(summary.acceptance_length_ci, 4).tolist()}  (true {true_al:.4f})")
     print(f"AL request-weighted  {summary.acceptance_length_request_weighted:.4f}  CI {np.round(summary.acceptance_length_request_weighted_ci, 4).tolist()}")
     print(f"conditional AR       {np.round(summary.conditional_acceptance_rate, 4).tolist()}  (true {TRUE_CONDITIONAL.tolist()})")

@@ -260,8 +260,8 @@ def trim_step_sizes(chunks: Ragged, rules: TrimRules = TrimRules()) -> tuple[Rag
     new_offsets = np.zeros(chunks.num_rows + 1, dtype=np.int64)
     np.cumsum(new_counts, out=new_offsets[1:])
     trimmed = Ragged(values=values[keep], offsets=new_offsets)
-    sizes, size_counts = np.unique(trimmed.values, return_counts=True)
-    report.step_size_counts = {int(s): int(c) for s, c in zip(sizes, size_counts)}
+    size_counts = np.bincount(trimmed.values) if trimmed.values.size else np.zeros(0, dtype=np.int64)
+    report.step_size_counts = {int(s): int(size_counts[s]) for s in np.flatnonzero(size_counts)}
     return trimmed, report
 
 
@@ -352,10 +352,10 @@ def _max_tokens_mask(finish_reasons, n: int) -> np.ndarray | None:
 
 def _group_rows(question_ids, categories, n: int, columns: dict[str, np.ndarray]):
     """Sum rows that share a question_id (the turns of one request)."""
-    ids = as_labels(question_ids, n, "question_ids", default="")
-    if question_ids is None:
-        ids = np.asarray([str(i) for i in range(n)], dtype=object)
     cats = as_labels(categories, n, "categories", default=ALL_CATEGORY)
+    if question_ids is None:  # every row its own request
+        return np.asarray([str(i) for i in range(n)], dtype=object), cats, columns
+    ids = as_labels(question_ids, n, "question_ids", default="")
     uniq, first, inverse = np.unique(ids.astype(str), return_index=True, return_inverse=True)
     if uniq.size == n:
         return ids, cats, columns

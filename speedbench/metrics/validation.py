@@ -103,13 +103,16 @@ def as_ragged_counts(rows, field: str) -> Ragged:
         return rows
     if isinstance(rows, (str, bytes)) or not isinstance(rows, (Sequence, np.ndarray)):
         raise MetricInputError(f"{field}: expected a list of integer lists, got {type(rows).__name__}")
+    row_types = {type(row) for row in rows}
     for r, row in enumerate(rows):
+        if row_types <= {list, tuple, np.ndarray}:
+            break  # the common case, checked once per type rather than once per row
         if isinstance(row, (str, bytes)) or not isinstance(row, (Sequence, np.ndarray)):
             raise MetricInputError(f"{field}: row {r} is not a flat list of integers: {row!r:.80}")
     lengths = np.fromiter((len(row) for row in rows), dtype=np.int64, count=len(rows))
     offsets = np.zeros(len(rows) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    if any(isinstance(row, np.ndarray) for row in rows):
+    if any(issubclass(t, np.ndarray) for t in row_types):
         arrays = [np.asarray(row) for row in rows]
         bad = [r for r, a in enumerate(arrays) if a.ndim != 1]
         if bad:
