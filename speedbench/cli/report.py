@@ -22,16 +22,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
     parser.add_argument("--out", type=Path, default=Path("report"), help="folder to write the report into")
     parser.add_argument("--title", default="SPEED-Bench report", help="page title")
-    parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples for the CIs")
-    parser.add_argument("--confidence", type=float, default=0.95, help="confidence level of the intervals")
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples for the 95%% CIs (seeded)")
+    parser.add_argument("--tolerance", type=float, default=0.02,
+                        help="relative AL difference between acceptance sources that is flagged")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from speedbench.report import ReportOptions, RunFolderError, build_report, summary_lines
 
-    options = ReportOptions(num_resamples=args.resamples, confidence=args.confidence, seed=args.seed, title=args.title)
+    options = ReportOptions(num_resamples=args.resamples, title=args.title, agreement_tolerance=args.tolerance)
     try:
         files = build_report(args.run_dirs, args.out, options)
     except RunFolderError as error:

@@ -1,45 +1,44 @@
 """Every number in the report, computed by ``speedbench.metrics`` from the runs' records.
 
-Nothing here does metric math of its own: records are turned into the metrics core's inputs
-(send times, chunk times and sizes, engine counts), the core computes, and this module
-arranges the results into tables:
+Per load point the figures come from ``speedbench.client.analysis.compute_results`` (the same
+routine ``speedbench run`` writes ``results.json`` with), recomputed from ``records.jsonl`` so a
+stale or missing results file does not matter: acceptance from every source the engine offered
+(chunks, per-request engine statistics, Prometheus counters), their agreement, latency and
+throughput, all by ``speedbench.metrics``. Across runs this module pairs runs and calls the
+metrics core again: measured speedup and the Appendix-G estimate (``S = t_ar * AL / t_sd``),
+best draft length per batch size. It arranges the results into tables:
 
 - ``points``      one row per (run, load point): throughput, achieved vs requested
                   concurrency, latency percentiles, acceptance length, max-tokens share, errors;
-- ``acceptance``  one row per (run, point, category): AL with its bootstrap CI and the
-                  per-position conditional acceptance rates;
-- ``speedup``     one row per (SD run, baseline run, concurrency) on the same dataset config:
-                  measured speedup beside the Appendix-G estimate ``S = t_ar * AL / t_sd``;
+- ``acceptance``  one row per (run, point, category): AL with its bootstrap CI;
+- ``position_rates``  per-position conditional acceptance AR_i (with CI where per-request
+                  histograms exist);
+- ``speedup``     per (SD run, baseline run, concurrency) on the same dataset config;
 - ``best_draft_length``  per (dataset config, concurrency) when several draft lengths ran;
-- ``flags``       merged chunks, acceptance-source disagreement, errors, failed identity checks.
+- ``flags``       merged chunks, source disagreement, errors, responses cut at max tokens.
 """
 from __future__ import annotations
 
 import importlib.metadata
 import platform
-import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
-
-import numpy as np
 
 from speedbench import metrics as M
 from speedbench.records import TurnRecord
 from speedbench.report.runs import LoadedRun
 
-# Relative difference in step-weighted AL above which two acceptance sources are flagged.
-SOURCE_DISAGREEMENT_TOLERANCE = 0.01
 LATENCY_QUANTITIES = ("ttft", "step_latency", "tpot", "e2e")
 REPORT_FORMAT = "speedbench report v1"
+MAX_TOKENS_REASONS = ("length", "max_tokens")
 
 
 @dataclass
 class ReportOptions:
-    num_resamples: int = 1000
-    confidence: float = 0.95
-    seed: int = 0
+    num_resamples: int = 1000  # bootstrap resamples (95% percentile intervals, seed 0: the metrics defaults)
     title: str = "SPEED-Bench report"
+    agreement_tolerance: float = 0.02
 
 
 @dataclass
@@ -56,296 +55,190 @@ class ReportData:
     flags: list[dict[str, Any]]
     provenance: dict[str, Any]
     options: dict[str, Any]
-    details: dict[str, Any] = field(default_factory=dict)  # full metric summaries per (run, point)
+    details: dict[str, Any] = field(default_factory=dict)  # the full per-point analysis
 
     def to_dict(self) -> dict[str, Any]:
         return M.to_jsonable({
-            "format": REPORT_FORMAT,
-            "title": self.title,
-            "options": self.options,
-            "runs": self.runs,
-            "points": self.points,
-            "acceptance": self.acceptance,
-            "position_rates": self.position_rates,
-            "speedup": self.speedup,
-            "best_draft_length": self.best_draft_length,
-            "flags": self.flags,
-            "provenance": self.provenance,
-            "details": self.details,
+            "format": REPORT_FORMAT, "title": self.title, "options": self.options, "runs": self.runs,
+            "points": self.points, "acceptance": self.acceptance, "position_rates": self.position_rates,
+            "speedup": self.speedup, "best_draft_length": self.best_draft_length, "flags": self.flags,
+            "provenance": self.provenance, "details": self.details,
         })
 
 
-# --------------------------------------------------------------------------------------------
-# records -> metrics core inputs
-# --------------------------------------------------------------------------------------------
+def analyse_run(run: LoadedRun, options: ReportOptions) -> list[dict]:
+    """The client's per-point analysis, recomputed from the run's records."""
+    from speedbench.client.analysis import compute_results
 
-def request_timings(records: list[TurnRecord]) -> M.RequestTimings:
-    """Scheduled send time and chunk receive times in seconds from the earliest send of the set.
-
-    Integer nanoseconds are shifted before the float conversion so that no precision is lost.
-    """
-    origin = min(r.scheduled_ns for r in records)
-    return M.timings_from_lists(
-        [(r.scheduled_ns - origin) / 1e9 for r in records],
-        [[(t - origin) / 1e9 for t in r.chunk_ns] for r in records],
-        [list(r.chunk_tokens) for r in records],
-    )
-
-
-def _engine_steps(stats) -> int | None:
-    for name in ("steps", "verify_steps"):
-        value = getattr(stats, name, None)
-        if value is not None:
-            return int(value)
-    return None
-
-
-def acceptance_tables(records: list[TurnRecord], draft_length: int | None) -> dict[str, M.RequestAcceptance]:
-    """The per-request acceptance table from every source the records carry.
-
-    ``chunks``: streamed chunk sizes, when the client could make each chunk one verification
-    step (``chunks_are_steps``): gives the histogram and so the per-position rates.
-    ``engine``: the engine's own per-request report: a histogram when it sends one, else
-    (steps, accepted, drafted) counts.
-    """
-    tables: dict[str, M.RequestAcceptance] = {}
-    common = dict(categories=[r.category for r in records], question_ids=[r.question_id for r in records],
-                  finish_reasons=[r.finish_reason for r in records])
-    if records and all(r.chunks_are_steps for r in records) and draft_length:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", M.AcceptanceWarning)  # merged chunks are reported as flags
-            tables["chunks"] = M.requests_from_step_sizes([list(r.chunk_tokens) for r in records],
-                                                          draft_length=draft_length, **common)
-    stats = [r.engine_stats for r in records]
-    if records and all(s is not None for s in stats):
-        if all(s.acceptance_histogram for s in stats):
-            tables["engine"] = M.requests_from_histograms([s.acceptance_histogram for s in stats], **common)
-        else:
-            steps = [_engine_steps(s) for s in stats]
-            if all(v is not None for v in steps) and all(s.accepted_tokens is not None for s in stats):
-                drafted = [s.draft_tokens for s in stats]
-                tables["engine"] = M.requests_from_counts(
-                    steps, [s.accepted_tokens for s in stats],
-                    drafted if all(d is not None for d in drafted) else None,
-                    draft_length=draft_length if any(d is None for d in drafted) else None, **common)
-    return tables
-
-
-def _primary_source(tables: dict[str, M.RequestAcceptance]) -> str | None:
-    """Prefer a source with per-position information; chunks before the engine's counts."""
-    with_hist = [name for name in ("chunks", "engine") if name in tables and tables[name].histograms is not None]
-    if with_hist:
-        return with_hist[0]
-    return next((name for name in ("engine", "chunks") if name in tables), None)
+    # K = 0 tells the analysis that a baseline run has no draft tokens to measure.
+    results = compute_results(run.path, tolerance=options.agreement_tolerance, num_resamples=options.num_resamples,
+                              draft_length=run.draft_length if run.speculative else 0)
+    return results["points"]
 
 
 # --------------------------------------------------------------------------------------------
 # per point
 # --------------------------------------------------------------------------------------------
 
-def _point_flags(run: LoadedRun, point: str, records: list[TurnRecord], summaries: dict[str, M.AcceptanceSummary]) -> list[dict]:
-    flags = []
-    errors = Counter(r.error_kind or "error" for r in records if not r.ok)
-    for kind, count in sorted(errors.items()):
-        example = next(r.error for r in records if not r.ok and (r.error_kind or "error") == kind)
-        flags.append({"run": run.run_id, "point": point, "flag": "errors", "kind": kind, "count": count,
-                      "detail": str(example)[:300]})
-    for source, summary in summaries.items():
-        report = summary.trim_report or {}
-        if report.get("num_merged_chunks"):
-            flags.append({"run": run.run_id, "point": point, "flag": "merged_chunks", "kind": source,
-                          "count": report["num_merged_chunks"],
-                          "detail": f"{report['num_merged_chunks']} chunk(s) larger than K+1 "
-                                    f"(share {report.get('merged_chunk_share', 0):.3%}); excluded from the histogram"})
-        for problem in summary.checks_failed:
-            flags.append({"run": run.run_id, "point": point, "flag": "identity_check", "kind": source,
-                          "count": 1, "detail": problem})
-    return flags
+def _position_source(point: dict) -> tuple[str | None, dict | None]:
+    """Where per-position rates come from: per-request histograms (chunks that are steps, or the
+    engine's histograms) before run-level counters."""
+    sources = point.get("acceptance") or {}
+    chunks = sources.get("chunks")
+    if chunks and chunks.get("chunks_are_steps") and chunks.get("conditional_acceptance_rate") \
+            and not (chunks.get("trim_report") or {}).get("num_merged_chunks"):
+        return "chunks", chunks
+    for name in ("engine", "counters"):
+        if (sources.get(name) or {}).get("conditional_acceptance_rate"):
+            return name, sources[name]
+    return None, None
 
 
-def _source_agreement(run: LoadedRun, point: str, records: list[TurnRecord], tables: dict) -> tuple[dict, list[dict]]:
-    """Chunk-based and engine-reported AL on the same requests, compared within
-    ``SOURCE_DISAGREEMENT_TOLERANCE``. The last chunk is kept as a step (the engine counts it);
-    the lone prefill token is dropped (engines count verification steps after the prefill)."""
-    if not ("chunks" in tables and "engine" in tables and run.draft_length):
-        return {}, []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", M.AcceptanceWarning)
-        untrimmed = M.requests_from_step_sizes(
-            [list(r.chunk_tokens) for r in records], draft_length=run.draft_length,
-            categories=[r.category for r in records], question_ids=[r.question_id for r in records],
-            rules=M.TrimRules(first_chunk="drop_if_lone", last_chunk="keep"))
-    al_chunks = float(M.acceptance_length_from_counts(untrimmed.steps.sum(), untrimmed.accepted.sum()))
-    engine = tables["engine"]
-    al_engine = float(M.acceptance_length_from_counts(engine.steps.sum(), engine.accepted.sum()))
-    relative = abs(al_chunks - al_engine) / al_engine if al_engine else float("nan")
-    comparison = {"acceptance_length_chunks_all_steps": al_chunks, "acceptance_length_engine": al_engine,
-                  "relative_difference": relative}
-    flags = []
-    if not relative <= SOURCE_DISAGREEMENT_TOLERANCE:
-        flags.append({"run": run.run_id, "point": point, "flag": "source_disagreement", "kind": "chunks vs engine",
-                      "count": 1, "detail": f"AL from chunks {al_chunks:.4f} vs engine {al_engine:.4f} "
-                                            f"(relative difference {relative:.2%} > {SOURCE_DISAGREEMENT_TOLERANCE:.0%})"})
-    return comparison, flags
+def _flag_rows(run: LoadedRun, point: dict, records: list[TurnRecord]) -> list[dict]:
+    name = point["run_point"]
+    rows = []
+    for text in point.get("flags") or []:
+        kind, _, detail = str(text).partition(":")
+        rows.append({"run": run.run_id, "point": name, "flag": kind.strip(), "kind": "client analysis",
+                     "count": 1, "detail": detail.strip() or text})
+    for kind, count in sorted((point.get("errors_by_kind") or {}).items()):
+        example = next((r.error for r in records if not r.ok and r.error_kind == kind), "")
+        rows.append({"run": run.run_id, "point": name, "flag": "errors", "kind": str(kind), "count": count,
+                     "detail": str(example)[:300]})
+    finished = point.get("finish_reasons") or {}
+    cut = sum(v for k, v in finished.items() if str(k).lower() in MAX_TOKENS_REASONS)
+    if cut:
+        ok = sum(finished.values())
+        rows.append({"run": run.run_id, "point": name, "flag": "cut_at_max_tokens", "kind": "finish_reason=length",
+                     "count": cut, "detail": f"{cut / ok:.1%} of successful responses stopped at max_tokens"})
+    return rows
 
 
-def _results_flags(run: LoadedRun) -> list[dict]:
-    """Flags the client itself raised in results.json (kept verbatim, marked as such)."""
-    flags = []
-    results = run.results or {}
-    for point_name, point in (results.get("points") or {}).items() if isinstance(results.get("points"), dict) else []:
-        for flag in point.get("flags", []) if isinstance(point, dict) else []:
-            flags.append({"run": run.run_id, "point": point_name, "flag": "client", "kind": str(flag.get("kind", "flag"))
-                          if isinstance(flag, dict) else "flag", "count": 1,
-                          "detail": str(flag.get("message", flag) if isinstance(flag, dict) else flag)[:300]})
-    return flags
-
-
-def point_figures(run: LoadedRun, point: str, records: list[TurnRecord], options: ReportOptions) -> dict[str, Any]:
-    ok = [r for r in records if r.ok]
-    streamed = [r for r in ok if r.chunk_ns]
-    first = records[0]
+def point_row(run: LoadedRun, point: dict, records: list[TurnRecord]) -> dict[str, Any]:
+    latency = point.get("latency") or {}
+    finished = point.get("finish_reasons") or {}
+    ok = sum(finished.values())
     row: dict[str, Any] = {
         "run": run.run_id, "label": run.label, "dataset_config": run.dataset_config, "isl_bucket": run.isl_bucket,
-        "speculative": run.speculative, "draft_length": run.draft_length or 0, "point": point,
-        "load_shape": first.load_shape, "requested_concurrency": first.requested_concurrency,
-        "request_rate": first.request_rate, "num_requests": len(records), "num_errors": len(records) - len(ok),
-        "mean_prompt_tokens": float(np.mean([r.prompt_tokens for r in records])),
+        "speculative": run.speculative, "draft_length": (point.get("draft_length") or run.draft_length or 0)
+        if run.speculative else 0,
+        "point": point["run_point"], "load_shape": point.get("load_shape"),
+        "requested_concurrency": point.get("requested_concurrency"), "request_rate": point.get("request_rate"),
+        "num_requests": point["num_requests"], "num_errors": point["num_errors"],
+        "mean_prompt_tokens": (sum(r.prompt_tokens for r in records) / len(records)) if records else None,
+        "output_tps": latency.get("output_tps"), "user_tps_mean": (latency.get("user_tps") or {}).get("mean"),
+        "user_tps_p50": (latency.get("user_tps") or {}).get("p50"),
+        "achieved_concurrency": point.get("achieved_concurrency"), "run_span_s": latency.get("run_span"),
+        "total_output_tokens": latency.get("total_output_tokens"),
+        "max_tokens_share": (sum(v for k, v in finished.items() if str(k).lower() in MAX_TOKENS_REASONS) / ok)
+        if ok else None,
     }
-    detail: dict[str, Any] = {}
-    if streamed:
-        latency = M.summarize_latency(request_timings(streamed), requested_concurrency=first.requested_concurrency)
-        detail["latency"] = latency.to_dict()
-        row.update({
-            "output_tps": latency.output_tps, "user_tps_mean": latency.user_tps.mean, "user_tps_p50": latency.user_tps.p50,
-            "achieved_concurrency": latency.achieved_concurrency, "run_span_s": latency.run_span,
-            "total_output_tokens": latency.total_output_tokens,
-        })
-        for quantity in LATENCY_QUANTITIES:
-            stats = getattr(latency, quantity)
-            for stat in ("mean", "p50", "p90", "p99"):
-                row[f"{quantity}_{stat}_s"] = getattr(stats, stat)
-    max_tokens = sum(1 for r in ok if (r.finish_reason or "").lower() in ("length", "max_tokens"))
-    row["max_tokens_share"] = max_tokens / len(ok) if ok else None
-    summaries: dict[str, M.AcceptanceSummary] = {}
-    flags: list[dict] = []
-    if run.speculative and ok:
-        tables = acceptance_tables(ok, run.draft_length)
-        for name, table in tables.items():
-            summaries[name] = M.summarize_acceptance(table, num_resamples=options.num_resamples,
-                                                     confidence=options.confidence, seed=options.seed)
-        primary = _primary_source(tables)
-        comparison, disagreement = _source_agreement(run, point, ok, tables)
-        flags += disagreement
-        detail["acceptance"] = {name: s.to_dict() for name, s in summaries.items()}
-        detail["acceptance_sources_compared"] = comparison
-        if primary:
-            s = summaries[primary]
-            row.update({"acceptance_source": primary, "acceptance_length": s.acceptance_length,
-                        "acceptance_length_ci_low": (s.acceptance_length_ci or [None, None])[0],
-                        "acceptance_length_ci_high": (s.acceptance_length_ci or [None, None])[1],
-                        "acceptance_length_request_weighted": s.acceptance_length_request_weighted,
-                        "mean_acceptance_rate": s.mean_acceptance_rate})
-            for other, summary in summaries.items():
-                row[f"acceptance_length_{other}"] = summary.acceptance_length
-    flags += _point_flags(run, point, records, summaries)
-    if row["max_tokens_share"]:
-        flags.append({"run": run.run_id, "point": point, "flag": "cut_at_max_tokens", "kind": "finish_reason=length",
-                      "count": max_tokens, "detail": f"{row['max_tokens_share']:.1%} of successful responses stopped at max_tokens"})
-    if run.speculative and streamed:
-        # step latency of the SD run per verification step, for Appendix G (chunks are steps)
-        gaps, _ = M.step_latencies(request_timings(streamed))
-        detail["step_latency_samples"] = gaps
-    elif streamed:
-        gaps, _ = M.step_latencies(request_timings(streamed))
-        detail["step_latency_samples"] = gaps
-    return {"row": row, "summaries": summaries, "flags": flags, "detail": detail, "records": ok}
+    for quantity in LATENCY_QUANTITIES:
+        stats = latency.get(quantity) or {}
+        for stat in ("mean", "p50", "p90", "p99"):
+            row[f"{quantity}_{stat}_s"] = stats.get(stat)
+    source = point.get("primary_acceptance_source") if run.speculative else None
+    summary = (point.get("acceptance") or {}).get(source) if source else None
+    if summary and summary.get("acceptance_length") is not None:
+        ci = summary.get("acceptance_length_ci") or [None, None]
+        row.update({"acceptance_source": source, "acceptance_length": summary["acceptance_length"],
+                    "acceptance_length_ci_low": ci[0], "acceptance_length_ci_high": ci[1],
+                    "acceptance_length_request_weighted": summary.get("acceptance_length_request_weighted"),
+                    "mean_acceptance_rate": summary.get("mean_acceptance_rate")})
+        for other, other_summary in (point.get("acceptance") or {}).items():
+            if isinstance(other_summary, dict) and other_summary.get("acceptance_length") is not None:
+                row[f"acceptance_length_{other}"] = other_summary["acceptance_length"]
+    return row
+
+
+def _acceptance_rows(run: LoadedRun, point: dict) -> tuple[list[dict], list[dict]]:
+    if not run.speculative:
+        return [], []
+    name = point["run_point"]
+    source = point.get("primary_acceptance_source")
+    summary = (point.get("acceptance") or {}).get(source) if source else None
+    rows, positions = [], []
+    if summary and summary.get("acceptance_length") is not None:
+        entries = [("all", summary)] + sorted((summary.get("per_category") or {}).items())
+        for category, s in entries:
+            ci = s.get("acceptance_length_ci") or [None, None]
+            rows.append({"run": run.run_id, "label": run.label, "dataset_config": run.dataset_config, "point": name,
+                         "category": category, "source": source, "num_requests": s.get("num_requests"),
+                         "num_steps": s.get("num_steps"), "acceptance_length": s.get("acceptance_length"),
+                         "acceptance_length_ci_low": ci[0], "acceptance_length_ci_high": ci[1],
+                         "acceptance_length_request_weighted": s.get("acceptance_length_request_weighted"),
+                         "mean_acceptance_rate": s.get("mean_acceptance_rate"), "draft_length": s.get("draft_length")})
+    position_source, position_summary = _position_source(point)
+    if position_summary:
+        entries = [("all", position_summary)] + sorted((position_summary.get("per_category") or {}).items())
+        for category, s in entries:
+            rates = s.get("conditional_acceptance_rate") or []
+            rate_cis = s.get("conditional_acceptance_rate_ci") or [None] * len(rates)
+            marginals = s.get("marginal_acceptance_rate") or [None] * len(rates)
+            for position, (rate, rci, marginal) in enumerate(zip(rates, rate_cis, marginals), start=1):
+                positions.append({"run": run.run_id, "label": run.label, "point": name, "category": category,
+                                  "source": position_source, "position": position, "conditional_acceptance_rate": rate,
+                                  "ci_low": rci[0] if rci else None, "ci_high": rci[1] if rci else None,
+                                  "marginal_acceptance_rate": marginal})
+    return rows, positions
 
 
 # --------------------------------------------------------------------------------------------
 # across runs
 # --------------------------------------------------------------------------------------------
 
-def _acceptance_rows(run: LoadedRun, point: str, summary: M.AcceptanceSummary, source: str) -> tuple[list[dict], list[dict]]:
-    rows, positions = [], []
-    entries = [("all", summary.to_dict())] + sorted(summary.per_category.items())
-    for category, s in entries:
-        ci = s.get("acceptance_length_ci") or [None, None]
-        rows.append({"run": run.run_id, "label": run.label, "dataset_config": run.dataset_config, "point": point,
-                     "category": category, "source": source, "num_requests": s["num_requests"],
-                     "num_steps": s["num_steps"], "acceptance_length": s["acceptance_length"],
-                     "acceptance_length_ci_low": ci[0], "acceptance_length_ci_high": ci[1],
-                     "acceptance_length_request_weighted": s.get("acceptance_length_request_weighted"),
-                     "mean_acceptance_rate": s.get("mean_acceptance_rate"), "draft_length": s.get("draft_length")})
-        rates = s.get("conditional_acceptance_rate")
-        if rates:
-            rate_cis = s.get("conditional_acceptance_rate_ci") or [[None, None]] * len(rates)
-            for position, (rate, rci) in enumerate(zip(rates, rate_cis), start=1):
-                positions.append({"run": run.run_id, "label": run.label, "point": point, "category": category,
-                                  "position": position, "conditional_acceptance_rate": rate,
-                                  "ci_low": rci[0] if rci else None, "ci_high": rci[1] if rci else None,
-                                  "marginal_acceptance_rate": (s.get("marginal_acceptance_rate") or [None] * len(rates))[position - 1]})
-    return rows, positions
+def _e2e_by_turn(records: list[TurnRecord]) -> tuple[list[float], list[str]]:
+    done = [r for r in records if r.ok and r.chunk_ns]
+    return [r.e2e_s for r in done], [f"{r.question_id}/{r.turn_index}" for r in done]
 
 
-def _speedup_rows(runs: list[LoadedRun], computed: dict[tuple[str, str], dict]) -> list[dict]:
+def _speedup_rows(runs: list[LoadedRun], analysed: dict[tuple[str, str], dict]) -> list[dict]:
     rows = []
-    baselines = [r for r in runs if not r.speculative]
     for sd in (r for r in runs if r.speculative):
-        for base in (b for b in baselines if b.dataset_config == sd.dataset_config):
-            base_points = {c["row"]["requested_concurrency"]: c for (rid, _), c in computed.items() if rid == base.run_id}
-            for (rid, point), sd_point in computed.items():
-                if rid != sd.run_id:
+        for base in (b for b in runs if not b.speculative and b.dataset_config == sd.dataset_config):
+            base_points = {a["point"]["requested_concurrency"]: a for (rid, _), a in analysed.items()
+                           if rid == base.run_id and a["point"]["requested_concurrency"] is not None}
+            for (rid, _), sd_entry in analysed.items():
+                concurrency = sd_entry["point"]["requested_concurrency"]
+                if rid != sd.run_id or concurrency not in base_points:
                     continue
-                concurrency = sd_point["row"]["requested_concurrency"]
-                base_point = base_points.get(concurrency)
-                if base_point is None or concurrency is None:
-                    continue
-                a, b = base_point["row"], sd_point["row"]
+                a, b = base_points[concurrency]["row"], sd_entry["row"]
                 if not (a.get("output_tps") and b.get("output_tps")):
                     continue
-                lat_a = [r.e2e_s for r in base_point["records"] if r.chunk_ns]
-                lat_b = [r.e2e_s for r in sd_point["records"] if r.chunk_ns]
-                ids_a = [f"{r.question_id}/{r.turn_index}" for r in base_point["records"] if r.chunk_ns]
-                ids_b = [f"{r.question_id}/{r.turn_index}" for r in sd_point["records"] if r.chunk_ns]
+                lat_a, ids_a = _e2e_by_turn(base_points[concurrency]["records"])
+                lat_b, ids_b = _e2e_by_turn(sd_entry["records"])
                 measured = M.measured_speedup(a["output_tps"], b["output_tps"], latencies_ar=lat_a, latencies_sd=lat_b,
                                               question_ids_ar=ids_a, question_ids_sd=ids_b)
                 row = {"dataset_config": sd.dataset_config, "isl_bucket": sd.isl_bucket, "concurrency": concurrency,
                        "sd_run": sd.run_id, "sd_label": sd.label, "baseline_run": base.run_id,
-                       "draft_length": sd.draft_length, "output_tps_baseline": a["output_tps"],
+                       "draft_length": b["draft_length"], "output_tps_baseline": a["output_tps"],
                        "output_tps_sd": b["output_tps"], "measured_speedup": measured.output_tps_ratio,
-                       "latency_ratio": measured.latency_ratio, "num_paired_requests": measured.num_paired_requests}
-                t_ar = base_point["detail"].get("step_latency_samples")
-                t_sd = sd_point["detail"].get("step_latency_samples")
-                al = b.get("acceptance_length")
-                if t_ar is not None and t_sd is not None and len(t_ar) and len(t_sd) and al and al >= 1 \
-                        and sd_point["summaries"] and sd_point["records"][0].chunks_are_steps:
-                    estimate = M.estimate_speedup(np.asarray(t_ar)[np.asarray(t_ar) > 0],
-                                                  np.asarray(t_sd)[np.asarray(t_sd) > 0], al,
-                                                  measured_speedup=measured.output_tps_ratio)
-                    row.update({"t_ar_s": estimate.t_ar, "t_sd_s": estimate.t_sd, "acceptance_length": al,
-                                "estimated_speedup": estimate.speedup_estimate, "estimate_error": estimate.estimate_error})
-                else:
-                    row.update({"t_ar_s": None, "t_sd_s": None, "acceptance_length": al, "estimated_speedup": None,
-                                "estimate_error": None})
+                       "latency_ratio": measured.latency_ratio, "num_paired_requests": measured.num_paired_requests,
+                       "t_ar_s": a.get("step_latency_mean_s"), "t_sd_s": b.get("step_latency_mean_s"),
+                       "acceptance_length": b.get("acceptance_length"), "estimated_speedup": None,
+                       "estimate_error": None}
+                # Appendix G needs per-step latencies, i.e. chunks that are verification steps.
+                steps_ok = all(r.chunks_are_steps for r in sd_entry["records"] + base_points[concurrency]["records"]
+                               if r.ok)
+                if steps_ok and row["t_ar_s"] and row["t_sd_s"] and (row["acceptance_length"] or 0) >= 1:
+                    estimate = M.appendix_g_speedup(row["t_ar_s"], row["t_sd_s"], row["acceptance_length"])
+                    row["estimated_speedup"] = estimate
+                    row["estimate_error"] = M.relative_error(estimate, measured.output_tps_ratio)
                 rows.append(row)
     return sorted(rows, key=lambda r: (r["dataset_config"], r["sd_run"], r["concurrency"]))
 
 
-def _best_draft_rows(runs: list[LoadedRun], computed: dict) -> list[dict]:
+def _best_draft_rows(runs: list[LoadedRun], analysed: dict) -> list[dict]:
     rows = []
     for config in sorted({r.dataset_config for r in runs}):
-        members = [r for r in runs if r.dataset_config == config]
-        lengths = {(r.draft_length or 0) if r.speculative else 0 for r in members}
-        if len({k for k in lengths if k > 0}) < 2:
-            continue  # one draft length: nothing to choose
-        conc, ks, tps = [], [], []
-        for run in members:
-            for (rid, _), c in computed.items():
-                if rid == run.run_id and c["row"].get("output_tps") and c["row"]["requested_concurrency"]:
-                    conc.append(c["row"]["requested_concurrency"])
-                    ks.append((run.draft_length or 0) if run.speculative else 0)
-                    tps.append(c["row"]["output_tps"])
+        members = {r.run_id for r in runs if r.dataset_config == config}
+        entries = [a["row"] for (rid, _), a in analysed.items() if rid in members
+                   and a["row"].get("output_tps") and a["row"].get("requested_concurrency")]
+        if len({e["draft_length"] for e in entries if e["draft_length"] > 0}) < 2:
+            continue  # fewer than two draft lengths: nothing to choose
+        conc = [e["requested_concurrency"] for e in entries]
+        ks = [e["draft_length"] for e in entries]
+        tps = [e["output_tps"] for e in entries]
         choice = M.best_draft_length(conc, ks, tps, metric="output_tps")
         for level, best in choice.best_draft_length.items():
             candidates = {str(k): v for c, k, v in zip(conc, ks, tps) if str(c) == level}
@@ -364,11 +257,11 @@ def _versions() -> dict[str, str]:
     return versions
 
 
-def _run_summary(run: LoadedRun) -> dict[str, Any]:
+def _run_summary(run: LoadedRun, full: bool = True) -> dict[str, Any]:
     m = run.manifest
     engine = run.engine_info or {}
     models = engine.get("models") or {}
-    return {
+    summary = {
         "run": run.run_id, "label": run.label, "path": str(run.path), "speculative": run.speculative,
         "speculation": run.speculation, "draft_length": run.draft_length, "dataset_config": run.dataset_config,
         "isl_bucket": run.isl_bucket, "engine": m.get("engine"), "engine_version": m.get("engine_version"),
@@ -377,44 +270,40 @@ def _run_summary(run: LoadedRun) -> dict[str, Any]:
         "dataset_dir": m.get("dataset_dir"), "dataset_manifest_sha256": m.get("dataset_manifest_sha256"),
         "num_rows": m.get("num_rows"), "tokenizer_sha256": m.get("tokenizer_sha256"), "prompt_mode": m.get("prompt_mode"),
         "client_version": m.get("client_version"), "records_sha256": run.records_sha256,
-        "num_records": len(run.records), "num_measured_records": len(run.measured_records()),
-        "options": m.get("options"), "server": m.get("server"), "engine_info": engine or None, "notes": run.notes,
+        "num_records": len(run.records), "num_measured_records": len(run.measured_records()), "notes": run.notes,
     }
+    if full:
+        summary.update({"options": m.get("options"), "server": m.get("server"), "engine_info": engine or None})
+    return summary
 
 
 def compute_report(runs: list[LoadedRun], options: ReportOptions | None = None) -> ReportData:
     options = options or ReportOptions()
-    computed: dict[tuple[str, str], dict] = {}
+    analysed: dict[tuple[str, str], dict] = {}
     points, acceptance, positions, flags = [], [], [], []
     details: dict[str, Any] = {}
     for run in runs:
-        flags += _results_flags(run)
-        for point, records in run.points():
-            figures = point_figures(run, point, records, options)
-            computed[(run.run_id, point)] = figures
-            points.append(figures["row"])
-            flags += figures["flags"]
-            detail = dict(figures["detail"])
-            detail.pop("step_latency_samples", None)
-            details[f"{run.run_id}/{point}"] = detail
-            source = figures["row"].get("acceptance_source")
-            if source:
-                rows, pos = _acceptance_rows(run, point, figures["summaries"][source], source)
-                acceptance += rows
-                positions += pos
-    provenance = {
-        "generator": "speedbench report",
-        "report_format": REPORT_FORMAT,
-        "versions": _versions(),
-        "runs": [_run_summary(run) for run in runs],
-    }
+        records_by_point = dict(run.points())
+        for point in analyse_run(run, options):
+            name = point["run_point"]
+            records = records_by_point.get(name, [])
+            row = point_row(run, point, records)
+            analysed[(run.run_id, name)] = {"point": point, "row": row, "records": records}
+            points.append(row)
+            flags += _flag_rows(run, point, records)
+            rows, pos = _acceptance_rows(run, point)
+            acceptance += rows
+            positions += pos
+            details[f"{run.run_id}/{name}"] = point
+    provenance = {"generator": "speedbench report", "report_format": REPORT_FORMAT, "versions": _versions(),
+                  "runs": [_run_summary(run) for run in runs]}
     return ReportData(
-        title=options.title,
-        runs=[{k: v for k, v in _run_summary(run).items() if k not in ("options", "server", "engine_info")} for run in runs],
+        title=options.title, runs=[_run_summary(run, full=False) for run in runs],
         points=points, acceptance=acceptance, position_rates=positions,
-        speedup=_speedup_rows(runs, computed), best_draft_length=_best_draft_rows(runs, computed),
+        speedup=_speedup_rows(runs, analysed), best_draft_length=_best_draft_rows(runs, analysed),
         flags=flags, provenance=provenance,
-        options={"num_resamples": options.num_resamples, "confidence": options.confidence, "seed": options.seed,
-                 "source_disagreement_tolerance": SOURCE_DISAGREEMENT_TOLERANCE},
+        options={"num_resamples": options.num_resamples, "confidence": M.bootstrap.DEFAULT_CONFIDENCE,
+                 "seed": M.bootstrap.DEFAULT_SEED,
+                 "source_disagreement_tolerance": options.agreement_tolerance},
         details=details,
     )

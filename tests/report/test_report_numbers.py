@@ -9,7 +9,6 @@ import pytest
 from speedbench import metrics as M
 from speedbench.records import read_records
 from speedbench.report import RunFolderError, build_report
-from speedbench.report.compute import request_timings
 
 
 @pytest.fixture
@@ -21,54 +20,75 @@ def _point_records(run_dir, point):
     return [r for r in read_records(run_dir / "records.jsonl") if r.run_point == point and not r.warmup]
 
 
+def _timings(records):
+    return M.timings_from_lists([r.scheduled_ns / 1e9 for r in records], [[t / 1e9 for t in r.chunk_ns] for r in records],
+                                [r.chunk_tokens for r in records])
+
+
 def test_acceptance_equals_metrics_core(report, synthetic_runs):
     _, data = report
     for point in ("c1", "c2"):
         records = _point_records(synthetic_runs["sd"], point)
-        table = M.requests_from_step_sizes([r.chunk_tokens for r in records], draft_length=4,
-                                           categories=[r.category for r in records],
-                                           question_ids=[r.question_id for r in records],
-                                           finish_reasons=[r.finish_reason for r in records])
-        expected = M.summarize_acceptance(table, num_resamples=1000, confidence=0.95, seed=0)
+        common = dict(categories=[r.category for r in records], question_ids=[r.question_id for r in records],
+                      finish_reasons=[r.finish_reason for r in records])
+        # AL and its CI: the engine's per-request counts (the primary source when every request has them).
+        engine = M.summarize_acceptance(M.requests_from_counts(
+            [r.engine_stats.verify_steps for r in records], [r.engine_stats.accepted_tokens for r in records],
+            [r.engine_stats.draft_tokens for r in records], **common), num_resamples=1000)
         rows = {r["category"]: r for r in data["acceptance"] if r["run"] == "sd" and r["point"] == point}
         assert set(rows) == {"all", "coding", "writing", "math"}
-        assert rows["all"]["acceptance_length"] == expected.acceptance_length
-        assert [rows["all"]["acceptance_length_ci_low"], rows["all"]["acceptance_length_ci_high"]] == expected.acceptance_length_ci
-        for category, summary in expected.per_category.items():
+        assert {r["source"] for r in rows.values()} == {"engine"}
+        assert rows["all"]["acceptance_length"] == engine.acceptance_length
+        assert [rows["all"]["acceptance_length_ci_low"], rows["all"]["acceptance_length_ci_high"]] == \
+            engine.acceptance_length_ci
+        for category, summary in engine.per_category.items():
             assert rows[category]["acceptance_length"] == summary["acceptance_length"]
             assert rows[category]["acceptance_length_request_weighted"] == summary["acceptance_length_request_weighted"]
             assert [rows[category]["acceptance_length_ci_low"], rows[category]["acceptance_length_ci_high"]] == \
                 summary["acceptance_length_ci"]
+        # Per-position rates: the chunks, which are verification steps here (histograms per request).
+        chunks = M.summarize_acceptance(M.requests_from_step_sizes(
+            [r.chunk_tokens for r in records], draft_length=4, **common), num_resamples=1000)
         positions = sorted((r for r in data["position_rates"] if r["run"] == "sd" and r["point"] == point
                             and r["category"] == "all"), key=lambda r: r["position"])
-        assert [r["conditional_acceptance_rate"] for r in positions] == expected.conditional_acceptance_rate
+        assert [r["conditional_acceptance_rate"] for r in positions] == chunks.conditional_acceptance_rate
+        assert [[r["ci_low"], r["ci_high"]] for r in positions] == chunks.conditional_acceptance_rate_ci
 
 
 def test_hand_computed_values(report):
     _, data = report
-    # "math" accepts every draft: after the lone prefill token and before the cut last step,
-    # every step is K+1 = 5 tokens, so AL is exactly 5 with a degenerate interval.
+    # "math" accepts every draft. Each request: prefill token, four steps of K+1 = 5 tokens, then
+    # a step cut to 3 tokens by max_tokens = 24: 5 verify steps, 4 * 4 + 2 = 18 accepted drafts,
+    # AL = 1 + 18 / 5 = 4.6 for every request, so the interval is degenerate.
     math_row = next(r for r in data["acceptance"] if r["run"] == "sd" and r["point"] == "c1" and r["category"] == "math")
-    assert math_row["acceptance_length"] == 5.0
-    assert (math_row["acceptance_length_ci_low"], math_row["acceptance_length_ci_high"]) == (5.0, 5.0)
+    assert math_row["acceptance_length"] == pytest.approx(4.6, abs=1e-12)
+    assert math_row["acceptance_length_ci_low"] == pytest.approx(4.6, abs=1e-12)
+    assert math_row["acceptance_length_ci_high"] == pytest.approx(4.6, abs=1e-12)
+    # Chunk-based per-position rates drop the cut last step: every remaining step accepted all 4.
+    math_rates = [r["conditional_acceptance_rate"] for r in data["position_rates"]
+                  if r["run"] == "sd" and r["point"] == "c1" and r["category"] == "math"]
+    assert math_rates == [1.0, 1.0, 1.0, 1.0]
     points = {(p["run"], p["point"]): p for p in data["points"]}
     # Baseline: 18 requests of 24 tokens, each 0.05 s TTFT + 23 steps of 0.01 s = 0.28 s.
     c1, c2 = points[("baseline", "c1")], points[("baseline", "c2")]
-    assert c1["output_tps"] == pytest.approx(18 * 24 / (18 * 0.28), rel=1e-12)
-    assert c2["output_tps"] == pytest.approx(18 * 24 / (9 * 0.28), rel=1e-12)
-    assert c2["achieved_concurrency"] == pytest.approx(2.0, rel=1e-12)
-    assert c1["ttft_p50_s"] == pytest.approx(0.05, abs=1e-12)
-    assert c1["step_latency_p99_s"] == pytest.approx(0.01, abs=1e-12)
-    assert c1["tpot_mean_s"] == pytest.approx(0.01, abs=1e-12)
-    assert c1["e2e_p50_s"] == pytest.approx(0.28, abs=1e-12)
+    assert c1["output_tps"] == pytest.approx(18 * 24 / (18 * 0.28), rel=1e-9)
+    assert c2["output_tps"] == pytest.approx(18 * 24 / (9 * 0.28), rel=1e-9)
+    assert c2["achieved_concurrency"] == pytest.approx(2.0, rel=1e-9)
+    assert c1["ttft_p50_s"] == pytest.approx(0.05, abs=1e-9)
+    assert c1["step_latency_p99_s"] == pytest.approx(0.01, abs=1e-9)
+    assert c1["tpot_mean_s"] == pytest.approx(0.01, abs=1e-9)
+    assert c1["e2e_p50_s"] == pytest.approx(0.28, abs=1e-9)
     assert c1["max_tokens_share"] == 1.0
+    assert "acceptance_length" not in c1  # no speculation, no acceptance figures
     # Appendix G with t_ar = 0.01 s and t_sd = 0.02 s: S = AL / 2.
+    assert {row["concurrency"] for row in data["speedup"]} == {1, 2}
     for row in data["speedup"]:
         sd_point = points[("sd", f"c{row['concurrency']}")]
-        assert row["t_ar_s"] == pytest.approx(0.01, abs=1e-12)
-        assert row["t_sd_s"] == pytest.approx(0.02, abs=1e-12)
-        assert row["estimated_speedup"] == pytest.approx(sd_point["acceptance_length"] / 2, rel=1e-12)
-        assert row["measured_speedup"] == pytest.approx(sd_point["output_tps"] / points[("baseline", f"c{row['concurrency']}")]["output_tps"], rel=1e-12)
+        base_point = points[("baseline", f"c{row['concurrency']}")]
+        assert row["t_ar_s"] == pytest.approx(0.01, abs=1e-9)
+        assert row["t_sd_s"] == pytest.approx(0.02, abs=1e-9)
+        assert row["estimated_speedup"] == pytest.approx(sd_point["acceptance_length"] / 2, rel=1e-9)
+        assert row["measured_speedup"] == pytest.approx(sd_point["output_tps"] / base_point["output_tps"], rel=1e-12)
 
 
 def test_latency_equals_metrics_core(report, synthetic_runs):
@@ -76,14 +96,15 @@ def test_latency_equals_metrics_core(report, synthetic_runs):
     for run in ("sd", "baseline"):
         for point in ("c1", "c2"):
             records = _point_records(synthetic_runs[run], point)
-            expected = M.summarize_latency(request_timings(records), requested_concurrency=records[0].requested_concurrency)
+            expected = M.summarize_latency(_timings(records), requested_concurrency=records[0].requested_concurrency)
             row = next(p for p in data["points"] if p["run"] == run and p["point"] == point)
-            assert row["output_tps"] == expected.output_tps
-            assert row["achieved_concurrency"] == expected.achieved_concurrency
-            assert row["user_tps_mean"] == expected.user_tps.mean
+            assert row["output_tps"] == pytest.approx(expected.output_tps, rel=1e-12)
+            assert row["achieved_concurrency"] == pytest.approx(expected.achieved_concurrency, rel=1e-12)
+            assert row["user_tps_mean"] == pytest.approx(expected.user_tps.mean, rel=1e-12)
             for quantity in ("ttft", "step_latency", "tpot", "e2e"):
                 for stat in ("mean", "p50", "p90", "p99"):
-                    assert row[f"{quantity}_{stat}_s"] == getattr(getattr(expected, quantity), stat)
+                    assert row[f"{quantity}_{stat}_s"] == pytest.approx(getattr(getattr(expected, quantity), stat),
+                                                                        rel=1e-9)
 
 
 def test_markdown_csv_and_json_carry_the_same_numbers(report):
@@ -122,7 +143,7 @@ def test_flags_errors_and_merged_chunks(tmp_path, run_writer, records_maker):
     data = json.loads(files.json.read_text())
     kinds = {(f["flag"], f["kind"]): f for f in data["flags"]}
     assert kinds[("errors", "http_5xx")]["count"] == 1
-    assert kinds[("merged_chunks", "chunks")]["count"] == 1
+    assert kinds[("merged_chunks", "client analysis")]["detail"].startswith("1 chunk(s) larger than K+1 = 5")
     point = data["points"][0]
     assert (point["num_requests"], point["num_errors"]) == (len(base) + 2, 1)
     html = files.html.read_text()
