@@ -82,11 +82,12 @@ class RequestTimings:
         return int(self.send_times.size)
 
     def subset(self, mask: np.ndarray) -> "RequestTimings":
-        idx = np.flatnonzero(mask)
-        return timings_from_lists(
-            self.send_times[idx],
-            [self.chunk_times.row(i) for i in idx],
-            [self.chunk_tokens.row(i) for i in idx],
+        """The requests where ``mask`` is True (already validated, so no checks again)."""
+        mask = np.asarray(mask, dtype=bool)
+        return RequestTimings(
+            send_times=self.send_times[mask],
+            chunk_times=self.chunk_times.select(mask),
+            chunk_tokens=self.chunk_tokens.select(mask),
         )
 
 

@@ -93,6 +93,14 @@ class Ragged:
     def row(self, r: int) -> np.ndarray:
         return self.values[self.offsets[r] : self.offsets[r + 1]]
 
+    def select(self, row_mask: np.ndarray) -> "Ragged":
+        """The rows where ``row_mask`` is True, in order."""
+        row_mask = np.asarray(row_mask, dtype=bool)
+        lengths = self.lengths[row_mask]
+        offsets = np.zeros(lengths.size + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        return Ragged(values=self.values[row_mask[self.row_index()]], offsets=offsets)
+
 
 def as_ragged_counts(rows, field: str) -> Ragged:
     """Turn a list of integer lists (or numpy arrays) into a validated :class:`Ragged`.
