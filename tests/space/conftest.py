@@ -1,7 +1,7 @@
 """Fixtures for the leaderboard tests: a tiny dataset build, synthetic runs with known acceptance, bundles."""
 from __future__ import annotations
 
-import os
+import shutil
 import sys
 import warnings
 from pathlib import Path
@@ -107,11 +107,27 @@ def valid_bundle(make_entry_runs) -> bytes:
                             "engine": "llamacpp", "engine_version": "b6000", "gpu": "RTX 4090"}, baselines)
 
 
-@pytest.fixture
-def seeded_store(tmp_path, seed_bundles, known_builds) -> LeaderboardStore:
-    store = LeaderboardStore(tmp_path / "board.sqlite3")
+@pytest.fixture(scope="session")
+def seeded_db_template(tmp_path_factory, seed_bundles, known_builds) -> Path:
+    """A store holding the three seed entries, built once; tests get a copy."""
+    path = tmp_path_factory.mktemp("seeded") / "board.sqlite3"
+    store = LeaderboardStore(path)
     for i, bundle in enumerate(seed_bundles):
         submit_bundle(bundle, store, known_builds, submitted_at=f"2026-11-0{i + 1}T12:00:00Z")
+    store.close()  # the last connection checkpoints the WAL into the main file
+    return path
+
+
+@pytest.fixture
+def seeded_db(tmp_path, seeded_db_template) -> Path:
+    path = tmp_path / "board.sqlite3"
+    shutil.copyfile(seeded_db_template, path)
+    return path
+
+
+@pytest.fixture
+def seeded_store(seeded_db) -> LeaderboardStore:
+    store = LeaderboardStore(seeded_db)
     yield store
     store.close()
 

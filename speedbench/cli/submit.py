@@ -1,0 +1,142 @@
+"""``speedbench submit``: pack RUN_DIRs into a bundle and submit it to the leaderboard Space."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+API_NAME = "/submit_bundle"
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "submit",
+        help="pack run folders into a result bundle and submit it to the leaderboard",
+        description=(
+            "Pack the run folders written by 'speedbench run' (records.jsonl, manifest.json, results.json) "
+            "with the submission metadata into a bundle (tar.gz of JSON files) and upload it to the "
+            "leaderboard Space, which recomputes every metric from the raw records. Prints the accepted "
+            "entry id, or the rejection reason and exits with status 1."),
+        epilog=("Example: speedbench submit runs/qual runs/tp8k --baseline runs/tp8k-ar "
+                "--space http://127.0.0.1:7860 --drafter EAGLE3 --method eagle3 --gpu H100 --draft-length 3"))
+    parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help="run folder(s) with speculation")
+    parser.add_argument("--baseline", action="append", type=Path, default=[], metavar="RUN_DIR",
+                        help="autoregressive baseline run at the same ISL and concurrencies (repeatable); "
+                             "enables measured speedups")
+    parser.add_argument("--space", metavar="URL", help="leaderboard Space URL (e.g. http://127.0.0.1:7860 or owner/space)")
+    parser.add_argument("--out", type=Path, metavar="FILE", help="also write the bundle here (upload it in the UI)")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="check the bundle and print the figures the board will show, submit nothing")
+    meta = parser.add_argument_group("submission metadata (defaults from the first run's manifest where it has them)")
+    meta.add_argument("--model", help="target model id (default: the server's model id)")
+    meta.add_argument("--model-family", default="", help="e.g. llama, qwen (default: derived from the model id)")
+    meta.add_argument("--drafter", help="draft model or head, e.g. EAGLE3-LLaMA3.3-Instruct-70B")
+    meta.add_argument("--method", dest="sd_method", help="SD method: eagle3, mtp, ngram, draft_model, ...")
+    meta.add_argument("--engine", help="vllm, sglang, trtllm, llamacpp or openai (default: the manifest's)")
+    meta.add_argument("--engine-version", help="default: the version the server reported")
+    meta.add_argument("--gpu", help="accelerator, e.g. 'H100 SXM 80GB' or '8x B200'")
+    meta.add_argument("--draft-length", type=int, help="draft length K")
+    meta.add_argument("--temperature", type=float, help="sampling temperature (default: the run's option)")
+    meta.add_argument("--submitter", default="", help="who submits (optional)")
+    meta.add_argument("--notes", default="", help="free text, plain (optional)")
+    parser.set_defaults(func=run)
+
+
+def _metadata(args) -> dict:
+    manifest_path = args.run_dirs[0] / "manifest.json"
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.is_file() else {}
+    options = manifest.get("options") or {}
+    values = {
+        "model": args.model or manifest.get("model_id"),
+        "drafter": args.drafter, "sd_method": args.sd_method,
+        "engine": args.engine or manifest.get("engine"),
+        "engine_version": args.engine_version or manifest.get("engine_version"),
+        "gpu": args.gpu,
+        "draft_length": args.draft_length if args.draft_length is not None else options.get("draft_length"),
+        "temperature": args.temperature if args.temperature is not None else options.get("temperature"),
+        "model_family": args.model_family, "submitter": args.submitter, "notes": args.notes,
+    }
+    flags = {"model": "--model", "drafter": "--drafter", "sd_method": "--method", "engine": "--engine",
+             "engine_version": "--engine-version", "gpu": "--gpu", "draft_length": "--draft-length",
+             "temperature": "--temperature"}
+    missing = [flag for key, flag in flags.items() if values[key] in (None, "")]
+    if missing:
+        raise SystemExit(f"speedbench submit: missing {', '.join(missing)} (not in {manifest_path} either)")
+    return values
+
+
+def _dry_run(bundle: bytes) -> int:
+    from speedbench.leaderboard.known_builds import KnownBuilds
+    from speedbench.leaderboard.schema import BundleRejected
+    from speedbench.leaderboard.validate import compute_entry_metrics, parse_bundle, read_runs
+
+    try:
+        builds = KnownBuilds.load()
+        if len(builds):
+            bundle_ok = parse_bundle(bundle, builds)
+        else:  # no descriptors here: check everything but the dataset build
+            metadata, runs, _ = read_runs(bundle)
+            from speedbench.leaderboard.validate import ValidatedBundle
+
+            bundle_ok = ValidatedBundle(metadata=metadata, runs=runs, files={}, bundle_sha256="", archive_sha256="")
+            print("note: no known dataset builds configured (SPEEDBENCH_KNOWN_BUILDS); dataset hash not checked",
+                  file=sys.stderr)
+        metrics = compute_entry_metrics(bundle_ok)
+    except BundleRejected as exc:
+        print(f"rejected: {exc}", file=sys.stderr)
+        return 1
+    acceptance = metrics["acceptance"]
+    print(f"mean AL {acceptance['acceptance_length']:.3f} (95% CI {acceptance['acceptance_length_ci']}), "
+          f"request-weighted {acceptance['acceptance_length_request_weighted']:.3f}")
+    for category, figures in acceptance["per_category"].items():
+        print(f"  {category:<14} AL {figures['acceptance_length']:.3f}")
+    for speedup in metrics["speedup"]:
+        print(f"  speedup {speedup['isl']} c={speedup['concurrency']}: {speedup['speedup_measured']:.3f} "
+              f"(Appendix-G estimate {speedup['speedup_estimate']:.3f})")
+    return 0
+
+
+def submit_to_space(bundle: bytes, space: str) -> dict:
+    """Upload through the Space's API; returns ``{"status", "entry_id", "message"}``."""
+    from gradio_client import Client, handle_file
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "bundle.tar.gz"
+        path.write_bytes(bundle)
+        client = Client(space, verbose=False, analytics_enabled=False, download_files=False)
+        try:
+            return client.predict(handle_file(str(path)), api_name=API_NAME)
+        finally:
+            client.close()
+
+
+def run(args) -> int:
+    from speedbench.leaderboard.pack import pack_bundle
+
+    if not args.space and not args.out and not args.dry_run:
+        print("speedbench submit: give --space URL, --out FILE or --dry-run", file=sys.stderr)
+        return 2
+    try:
+        bundle = pack_bundle(args.run_dirs, _metadata(args), args.baseline)
+    except FileNotFoundError as exc:
+        print(f"speedbench submit: {exc}", file=sys.stderr)
+        return 2
+    if args.out:
+        args.out.write_bytes(bundle)
+        print(f"bundle written to {args.out} ({len(bundle)} bytes)", file=sys.stderr)
+    if args.dry_run:
+        return _dry_run(bundle)
+    if not args.space:
+        return 0
+    try:
+        outcome = submit_to_space(bundle, args.space)
+    except Exception as exc:  # network, wrong URL, Space down
+        print(f"speedbench submit: could not reach {args.space}: {exc}", file=sys.stderr)
+        return 2
+    if outcome.get("status") == "accepted":
+        print(outcome["entry_id"])
+        return 0
+    print(f"rejected: {outcome.get('message')}", file=sys.stderr)
+    return 1
