@@ -121,7 +121,9 @@ def resolve_own_recipe(row: DatasetRow, sources: Path, n_tokens: int | None) -> 
         task = _task(row.sub_category, sources)
         if task is None:
             raise LookupError(f"unknown task type {row.sub_category!r}")
-        prompt = render_from_recipe(task, recipe)
+        if n_tokens is None:
+            raise LookupError("the bucket length is unknown: pass the config (e.g. throughput_8k)")
+        prompt = render_from_recipe(task, recipe, n_tokens)
     if n_tokens is not None and _count(prompt) != n_tokens:
         raise LookupError(f"rebuilt prompt is {_count(prompt)} tokens, not {n_tokens}: the sources differ "
                           "from the ones the row was built from")
@@ -130,12 +132,12 @@ def resolve_own_recipe(row: DatasetRow, sources: Path, n_tokens: int | None) -> 
 
 def _fit_published(task, units: tuple[str, ...], n_tokens: int | None) -> str:
     """Render units with our task renderer; throughput rows are fitted to the bucket length."""
-    from speedbench.dataset_builder.throughput.fit import fit_to_length, o200k_codec
+    from speedbench.dataset_builder.throughput.fit import encode_body, fit_to_length, o200k_codec
     rendered = task.render(units)
     if n_tokens is None:
         return rendered.head + rendered.body + rendered.tail
     codec = o200k_codec()
-    body = codec.encode(rendered.body) if rendered.body else []
+    body = encode_body(codec, rendered.body, n_tokens)
     return fit_to_length(rendered.head, body, rendered.tail, n_tokens, codec).text
 
 

@@ -99,6 +99,12 @@ class AnswerSelection(TaskType):
                 budget -= cost
             else:
                 misses += 1
+        # The estimate ignores merges at the joins: check the real count, drop distractors if over.
+        while len(chosen) > 1:
+            rendered = self.render((qid, *chosen))
+            if count_tokens(rendered.head + rendered.tail) <= n_tokens:
+                break
+            chosen.pop()
         return (qid, *chosen)
 
     def render(self, units: Sequence[str]) -> Rendered:

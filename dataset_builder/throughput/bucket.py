@@ -20,7 +20,8 @@ from speedbench.dataset_builder.throughput.code_completion import CodeCompletion
 from speedbench.dataset_builder.throughput.creative_writing import CreativeWriting
 from speedbench.dataset_builder.throughput.dialogue_continuation import DialogueContinuation
 from speedbench.dataset_builder.throughput.exam_qa import ExamQA
-from speedbench.dataset_builder.throughput.fit import PADDING, FittedPrompt, fit_to_length, o200k_codec
+from speedbench.dataset_builder.throughput.fit import (
+    PADDING, FitError, FittedPrompt, body_char_cap, encode_body, fit_to_length, o200k_codec)
 from speedbench.dataset_builder.throughput.reuse import reuse_statistics
 from speedbench.dataset_builder.throughput.text_sorting import TextSorting
 from speedbench.schema import THROUGHPUT_CATEGORIES, DatasetRow, make_question_id
@@ -39,17 +40,25 @@ SOURCE_PATHS = ("gutenberg_dighums", "humaneval_x", "benchfortir/hle/top.json", 
 
 
 class UnitTokens:
-    """o200k token count of a task's source unit, computed once per unit."""
+    """o200k token count of a task's source unit, computed once per unit and bucket length.
+
+    A unit counts at most what fits in one prompt of the bucket: its text is cut to
+    ``body_char_cap(N)`` characters first (a 50k-token source file is never encoded whole for a
+    1k prompt). The reuse statistics use the same counts.
+    """
 
     def __init__(self) -> None:
-        self.cache: dict[str, int] = {}
+        self.cache: dict[tuple[str, int], int] = {}
         self.task: TaskType | None = None
+        self.cap_chars = 0  # set per bucket by build_bucket; 0 = whole text
 
     def __call__(self, unit: str) -> int:
-        count = self.cache.get(unit)
+        key = (unit, self.cap_chars)
+        count = self.cache.get(key)
         if count is None:
             from speedbench.tokenization.o200k import count_tokens
-            count = self.cache[unit] = count_tokens(self.task.unit_text(unit))
+            text = self.task.unit_text(unit)
+            count = self.cache[key] = count_tokens(text[: self.cap_chars] if self.cap_chars else text)
         return count
 
 
@@ -95,8 +104,11 @@ class BuiltPrompt:
 def build_prompt(task: TaskType, units: Sequence[str], n_tokens: int, config: str, codec=None) -> BuiltPrompt:
     codec = codec or o200k_codec()
     rendered = task.render(units)
-    body_tokens = codec.encode(rendered.body) if rendered.body else []
-    fitted = fit_to_length(rendered.head, body_tokens, rendered.tail, n_tokens, codec)
+    body_tokens = encode_body(codec, rendered.body, n_tokens)
+    try:
+        fitted = fit_to_length(rendered.head, body_tokens, rendered.tail, n_tokens, codec)
+    except FitError as error:
+        raise FitError(f"{config}: {task.name} prompt from {'|'.join(units)[:200]}: {error}") from error
     if fitted.n_tokens != n_tokens:  # fit_to_length counts the exact returned string
         raise AssertionError(f"{config}: prompt from {units[:3]} has {fitted.n_tokens} tokens, not {n_tokens}")
     recipe = Recipe(tuple(units), fitted.body_tokens_used, fitted.padding_chars)
@@ -108,12 +120,12 @@ def build_prompt(task: TaskType, units: Sequence[str], n_tokens: int, config: st
     return BuiltPrompt(row, tuple(units), fitted)
 
 
-def render_from_recipe(task: TaskType, recipe: Recipe, codec=None) -> str:
+def render_from_recipe(task: TaskType, recipe: Recipe, n_tokens: int, codec=None) -> str:
     """The exact prompt text a recipe stands for (used by resolve; no search, no fit)."""
     from speedbench.dataset_builder.throughput.fit import padding_text
     codec = codec or o200k_codec()
     rendered = task.render(recipe.units)
-    body_tokens = codec.encode(rendered.body) if rendered.body else []
+    body_tokens = encode_body(codec, rendered.body, n_tokens)
     body = codec.decode_prefix(body_tokens, recipe.body_tokens)
     return rendered.head + body + rendered.tail + padding_text(recipe.padding_chars)
 
@@ -135,6 +147,8 @@ def build_bucket(ctx: BuildContext, config: str, n_tokens: int) -> BuiltConfig:
                    "capacity": {}, "reuse": {}, "padded_rows": {}, "sub_category_rows": {}}
     for tier in THROUGHPUT_CATEGORIES:
         tier_tasks = [tasks[cls.name] for cls in TIER_TASKS[tier]]
+        for task in tier_tasks:
+            task.unit_tokens.cap_chars = body_char_cap(n_tokens)
         capacities = [t.capacity(n_tokens) for t in tier_tasks]
         allocation = allocate(per_tier, capacities)
         if sum(allocation) < per_tier and not allow_short:

@@ -87,7 +87,8 @@ class ExamQA(TaskType):
         return self.demonstration(unit)
 
     def select(self, n_tokens: int, count: int, rng: random.Random) -> list[tuple[str, ...]]:
-        finals = self._finals(rng)[:count]
+        # A final question must leave room for demonstrations: at most half the bucket.
+        finals = [u for u in self._finals(rng) if self.unit_tokens(u) <= n_tokens // 2][:count]
         streams = self.demonstration_streams(rng)
         return [self.select_for(final, n_tokens, streams) for final in finals]
 

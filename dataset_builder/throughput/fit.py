@@ -60,6 +60,27 @@ def o200k_codec() -> Codec:
                  encode=encoding.encode_ordinary, decode_prefix=decode_prefix)
 
 
+# o200k packs far more than this many characters into a token only for pathological text (long
+# runs of one character); a body is cut to this many characters per wanted token before encoding.
+MAX_CHARS_PER_TOKEN = 12
+BODY_TOKEN_MARGIN = 256
+
+
+def body_char_cap(n_tokens: int) -> int:
+    """Characters of body worth encoding for an N-token prompt (the rest would be cut anyway)."""
+    return (n_tokens + BODY_TOKEN_MARGIN) * MAX_CHARS_PER_TOKEN
+
+
+def encode_body(codec: Codec, body: str, n_tokens: int) -> list[int]:
+    """Tokens of the body's first :func:`body_char_cap` characters.
+
+    Encoding only a prefix keeps a 32k prompt from encoding a whole 100k-token source; the first
+    N tokens are unchanged, since tokenization is local and the cut lies thousands of tokens later.
+    Build and resolve both call this, so a recipe's ``k`` always refers to the same tokens.
+    """
+    return codec.encode(body[: body_char_cap(n_tokens)]) if body else []
+
+
 def padding_text(n_chars: int, padding: str = PADDING) -> str:
     """The first ``n_chars`` characters of the padding repeated."""
     repeats = n_chars // len(padding) + 1

@@ -14,7 +14,7 @@ import numpy as np
 
 from speedbench.dataset_builder.registry import BuildContext, BuiltConfig
 from speedbench.dataset_builder.throughput.base import Recipe
-from speedbench.dataset_builder.throughput.fit import PADDING, fit_to_length, o200k_codec, padding_text
+from speedbench.dataset_builder.throughput.fit import PADDING, encode_body, fit_to_length, o200k_codec, padding_text
 from speedbench.schema import DatasetRow, make_question_id
 from speedbench.tokenization.o200k import o200k
 
@@ -59,7 +59,7 @@ def parse_unit(unit: str) -> tuple[int, int, int]:
 def build_random_row(seed: int, n_tokens: int, row: int, config: str, codec=None) -> DatasetRow:
     codec = codec or o200k_codec()
     text = random_text(seed, n_tokens, row)
-    fitted = fit_to_length("", codec.encode(text), "", n_tokens, codec, head_tail_tokens=0)
+    fitted = fit_to_length("", encode_body(codec, text, n_tokens), "", n_tokens, codec, head_tail_tokens=0)
     recipe = Recipe((UNIT.format(seed=seed, n=n_tokens, row=row),), fitted.body_tokens_used, fitted.padding_chars)
     src_id = recipe.to_src_id()
     return DatasetRow(category=CATEGORY, sub_category=SUB_CATEGORY, turns=[fitted.text], source=SOURCE,
@@ -70,7 +70,7 @@ def build_random_row(seed: int, n_tokens: int, row: int, config: str, codec=None
 def render_random(recipe: Recipe, codec=None) -> str:
     codec = codec or o200k_codec()
     seed, n_tokens, row = parse_unit(recipe.units[0])
-    tokens = codec.encode(random_text(seed, n_tokens, row))
+    tokens = encode_body(codec, random_text(seed, n_tokens, row), n_tokens)
     return codec.decode_prefix(tokens, recipe.body_tokens) + padding_text(recipe.padding_chars)
 
 

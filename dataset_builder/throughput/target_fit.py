@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from speedbench.dataset_builder.throughput.fit import PADDING, Codec, FitError, fit_to_length
+from speedbench.dataset_builder.throughput.fit import PADDING, Codec, FitError, encode_body, fit_to_length
 from speedbench.schema import DatasetRow
 
 PROTECTED_TAIL_FRACTION = 0.25
@@ -93,7 +93,7 @@ def refit_row(row: DatasetRow, codec: Codec, n_tokens: int, sources: Path | None
 
 
 def _fit(pieces: Pieces, codec: Codec, n_tokens: int):
-    body_tokens = codec.encode(pieces.body) if pieces.body else []
+    body_tokens = encode_body(codec, pieces.body, n_tokens)
     return fit_to_length(pieces.head, body_tokens, pieces.tail, n_tokens, codec,
                          head_tail_tokens=codec.count(pieces.head + pieces.tail))
 

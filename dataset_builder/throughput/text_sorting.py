@@ -25,8 +25,11 @@ TAIL = ("\n\n\nNow write the four parts in their original order, as one continuo
 
 
 def _boundary(text: str, position: int) -> int:
-    """The nearest paragraph break at or after ``position`` (else a sentence end, else ``position``)."""
-    window = text[position:position + 2000]
+    """The nearest paragraph break at or after ``position`` (else a sentence end, else ``position``).
+
+    The search looks at most 3% of the passage ahead, so the parts keep their planned sizes.
+    """
+    window = text[position:position + max(200, len(text) * 3 // 100)]
     for pattern in (r"\n\s*\n", r"[.!?][\"')\]]?\s"):
         match = re.search(pattern, window)
         if match:
