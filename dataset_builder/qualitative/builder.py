@@ -23,7 +23,8 @@ from speedbench.dataset_builder.sources import SourceFiles, specbench
 from speedbench.schema import QUALITATIVE_CATEGORIES, DatasetRow
 
 DEFAULTS = {"per_category": 80, "allow_short": False, "selector": "greedy_swap", "embedder": "use",
-            "pool_cap": 600, "dedup_threshold": 0.95, "online": False}
+            "pool_cap": 600, "dedup_threshold": 0.95, "online": False,
+            "specbench_compare_cap": 0}
 
 
 class ShortPoolError(ValueError):
@@ -81,7 +82,8 @@ def build_qualitative(ctx: BuildContext) -> BuiltConfig:
         random_chosen = random_select(len(pool_rows), take, np.random.default_rng(seed + [2]))
         spec_vectors = None
         if spec_rows.get(category):
-            spec_vectors, embedded = embed_texts([embedding_text(r) for r in spec_rows[category]], embedder, cache)
+            compared = spec_rows[category][:int(options["specbench_compare_cap"])] or spec_rows[category]
+            spec_vectors, embedded = embed_texts([embedding_text(r) for r in compared], embedder, cache)
             embedded_total += embedded
         results.append(measure(category, pool_vectors, chosen, random_chosen, spec_vectors))
         selected = sorted((pool_rows[i] for i in chosen), key=lambda r: r.question_id)
