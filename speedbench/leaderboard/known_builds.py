@@ -1,13 +1,16 @@
 """The SPEED-Bench dataset builds a submission may declare, and the check that its records match.
 
-A run's manifest names its dataset config and the hash of the dataset folder's manifest
-(``dataset_manifest_sha256``). The leaderboard accepts only builds it knows: each is described
-by a small JSON file (``describe_dataset`` writes one from a built dataset folder)::
+A run's manifest names its dataset config and the dataset fingerprint the client recorded
+(``dataset_manifest_sha256``: :func:`speedbench.client.workload.dataset_fingerprint`, a hash of
+the folder's ``manifest.json`` and of that config's parquet files). The leaderboard accepts only
+configs of builds it knows; each build is described by a small JSON file (``describe_dataset``
+writes one from a built dataset folder)::
 
-    {"name": "...", "dataset_manifest_sha256": "<64 hex>",
-     "configs": {"qualitative": {"questions": {"<question_id>": "<category>", ...}}, ...}}
+    {"name": "...",
+     "configs": {"qualitative": {"dataset_manifest_sha256": "<64 hex>",
+                                 "questions": {"<question_id>": "<category>", ...}}, ...}}
 
-Descriptors are read from this package's ``known_builds/`` folder and from the folders or
+Descriptors are read from this package's ``build_descriptors/`` folder and from the folders or
 files listed in ``SPEEDBENCH_KNOWN_BUILDS`` (``os.pathsep``-separated).
 
 Usage: ``python -m speedbench.leaderboard.known_builds DATASET_DIR OUT.json [--name NAME]``.
@@ -15,7 +18,6 @@ Usage: ``python -m speedbench.leaderboard.known_builds DATASET_DIR OUT.json [--n
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 from collections.abc import Iterable
@@ -24,46 +26,38 @@ from pathlib import Path
 
 from speedbench.leaderboard.schema import BundleRejected
 
-PACKAGED_DIR = Path(__file__).with_name("known_builds")
+PACKAGED_DIR = Path(__file__).with_name("build_descriptors")
+
+
+@dataclass(frozen=True)
+class KnownConfig:
+    name: str
+    dataset_manifest_sha256: str
+    questions: dict[str, str]  # question_id -> category
 
 
 @dataclass(frozen=True)
 class KnownBuild:
     name: str
-    dataset_manifest_sha256: str
-    questions: dict[str, dict[str, str]]  # config -> {question_id: category}
+    configs: dict[str, KnownConfig]
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "dataset_manifest_sha256": self.dataset_manifest_sha256,
-                "configs": {c: {"questions": q} for c, q in sorted(self.questions.items())}}
+        return {"name": self.name,
+                "configs": {c.name: {"dataset_manifest_sha256": c.dataset_manifest_sha256, "questions": c.questions}
+                            for c in sorted(self.configs.values(), key=lambda c: c.name)}}
 
     @classmethod
     def from_dict(cls, data: dict) -> "KnownBuild":
-        return cls(name=str(data["name"]), dataset_manifest_sha256=str(data["dataset_manifest_sha256"]),
-                   questions={c: dict(v["questions"]) for c, v in data["configs"].items()})
+        configs = {name: KnownConfig(name, str(v["dataset_manifest_sha256"]), dict(v["questions"]))
+                   for name, v in data["configs"].items()}
+        return cls(name=str(data["name"]), configs=configs)
 
 
-def dataset_manifest_sha256(dataset_dir: str | Path) -> str:
-    """The hash a run records for its dataset folder.
+def dataset_fingerprint(dataset_dir: str | Path, config: str) -> str:
+    """The hash ``speedbench run`` records for this config of this folder (the client's own function)."""
+    from speedbench.client.workload import dataset_fingerprint as client_fingerprint
 
-    Uses the client's own function when it is installed, so the two can never disagree;
-    otherwise: sha256 of ``manifest.json``, or over the parquet files when there is none.
-    """
-    try:
-        from speedbench.client.dataset import dataset_manifest_sha256 as client_hash  # type: ignore
-    except ImportError:
-        client_hash = None
-    if client_hash is not None:
-        return client_hash(Path(dataset_dir))
-    dataset_dir = Path(dataset_dir)
-    manifest = dataset_dir / "manifest.json"
-    if manifest.is_file():
-        return hashlib.sha256(manifest.read_bytes()).hexdigest()
-    digest = hashlib.sha256()
-    for path in sorted(dataset_dir.glob("data/*/*.parquet")):
-        digest.update(path.relative_to(dataset_dir).as_posix().encode() + b"\0")
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
-    return digest.hexdigest()
+    return client_fingerprint(Path(dataset_dir), config)
 
 
 def describe_dataset(dataset_dir: str | Path, name: str | None = None) -> KnownBuild:
@@ -71,31 +65,36 @@ def describe_dataset(dataset_dir: str | Path, name: str | None = None) -> KnownB
     import pyarrow.parquet as pq
 
     dataset_dir = Path(dataset_dir)
-    questions: dict[str, dict[str, str]] = {}
+    configs: dict[str, KnownConfig] = {}
     for config_dir in sorted(p for p in (dataset_dir / "data").iterdir() if p.is_dir()):
         mapping: dict[str, str] = {}
         for path in sorted(config_dir.glob("*.parquet")):
             table = pq.read_table(path, columns=["question_id", "category"])
             mapping.update(zip(table.column("question_id").to_pylist(), table.column("category").to_pylist()))
         if mapping:
-            questions[config_dir.name] = mapping
-    if not questions:
+            configs[config_dir.name] = KnownConfig(config_dir.name, dataset_fingerprint(dataset_dir, config_dir.name),
+                                                   mapping)
+    if not configs:
         raise FileNotFoundError(f"{dataset_dir}: no data/<config>/*.parquet files")
-    return KnownBuild(name=name or dataset_dir.resolve().name,
-                      dataset_manifest_sha256=dataset_manifest_sha256(dataset_dir), questions=questions)
+    return KnownBuild(name=name or dataset_dir.resolve().name, configs=configs)
 
 
 class KnownBuilds:
-    """The registry: builds by manifest hash."""
+    """The registry: known dataset configs by fingerprint."""
 
     def __init__(self, builds: Iterable[KnownBuild] = ()):
-        self.by_hash: dict[str, KnownBuild] = {b.dataset_manifest_sha256: b for b in builds}
+        self.builds: list[KnownBuild] = []
+        self.by_hash: dict[str, tuple[KnownBuild, KnownConfig]] = {}
+        for build in builds:
+            self.add(build)
 
     def __len__(self) -> int:
-        return len(self.by_hash)
+        return len(self.builds)
 
     def add(self, build: KnownBuild) -> None:
-        self.by_hash[build.dataset_manifest_sha256] = build
+        self.builds.append(build)
+        for config in build.configs.values():
+            self.by_hash[config.dataset_manifest_sha256] = (build, config)
 
     @classmethod
     def load(cls, paths: Iterable[str | Path] | None = None) -> "KnownBuilds":
@@ -113,18 +112,18 @@ class KnownBuilds:
 
         records: (question_id, category) of each measured request-turn.
         """
-        build = self.by_hash.get(manifest_hash)
-        if build is None:
+        found = self.by_hash.get(manifest_hash)
+        if found is None:
             raise BundleRejected(
                 f"{run_path}/manifest.json: dataset_manifest_sha256 {manifest_hash[:16]}... is not a known "
                 "SPEED-Bench build; measure on a published build of the dataset")
-        if config not in build.questions:
+        build, known = found
+        if known.name != config:
             raise BundleRejected(
-                f"{run_path}/manifest.json: dataset_config {config!r} is not part of build {build.name!r} "
-                f"(it has {', '.join(sorted(build.questions))})")
-        rows = build.questions[config]
+                f"{run_path}/manifest.json: dataset_config {config!r} does not match the dataset hash, "
+                f"which is config {known.name!r} of build {build.name!r}")
         for question_id, category in records:
-            expected = rows.get(question_id)
+            expected = known.questions.get(question_id)
             if expected is None:
                 raise BundleRejected(
                     f"{run_path}/records.jsonl: question_id {question_id!r} is not a row of {config!r} "
@@ -144,8 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     build = describe_dataset(args.dataset_dir, args.name)
     Path(args.out).write_text(json.dumps(build.to_dict(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    print(f"{args.out}: {build.name} {build.dataset_manifest_sha256} "
-          f"({', '.join(f'{c}: {len(q)} rows' for c, q in build.questions.items())})")
+    for config in build.configs.values():
+        print(f"{args.out}: {build.name} {config.name} {config.dataset_manifest_sha256} ({len(config.questions)} rows)")
     return 0
 
 

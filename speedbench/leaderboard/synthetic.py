@@ -91,7 +91,7 @@ def _simulate_steps(rng: np.random.Generator, engine: SimulatedEngine, category:
 def make_run(run_dir: Path, dataset_dir: Path, config: str, engine: SimulatedEngine, *,
              concurrencies=(1,), output_tokens: int = 64, seed: int = 0, limit: int | None = None) -> Path:
     """Write ``records.jsonl``, ``manifest.json`` and ``results.json`` of a simulated run."""
-    from speedbench.leaderboard.known_builds import dataset_manifest_sha256
+    from speedbench.leaderboard.known_builds import dataset_fingerprint
 
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -124,7 +124,7 @@ def make_run(run_dir: Path, dataset_dir: Path, config: str, engine: SimulatedEng
     manifest = RunManifest(
         engine=engine.engine, url="http://127.0.0.1:8000", model_id=engine.model_id,
         engine_version=engine.engine_version, server={}, dataset_dir=str(dataset_dir), dataset_config=config,
-        dataset_manifest_sha256=dataset_manifest_sha256(dataset_dir), num_rows=len(rows),
+        dataset_manifest_sha256=dataset_fingerprint(dataset_dir, config), num_rows=len(rows),
         tokenizer_path="tokenizer.json", tokenizer_sha256="0" * 64, chat_template=True, prompt_mode="chat",
         options={"concurrency": list(concurrencies), "max_tokens": output_tokens, "synthetic": True,
                  "draft_length": engine.draft_length if engine.speculative else 0},

@@ -65,7 +65,7 @@ def known_builds_dir(tmp_path_factory, known_builds) -> Path:
     import json
 
     folder = tmp_path_factory.mktemp("known_builds")
-    for i, build in enumerate(known_builds.by_hash.values()):
+    for i, build in enumerate(known_builds.builds):
         (folder / f"build{i}.json").write_text(json.dumps(build.to_dict()), encoding="utf-8")
     return folder
 

@@ -124,7 +124,8 @@ def test_filters_and_search_narrow_the_table(page, artifacts_dir):
 def upload(page, path: Path):
     page.get_by_role("tab", name="Submit").click()
     page.set_input_files("#bundle-upload input[type=file]", str(path))
-    playwright_api.expect(page.locator("#bundle-upload")).to_contain_text(path.name)
+    # the upload is done when the component links the stored file
+    playwright_api.expect(page.locator(f"#bundle-upload a[href$='/{path.name}']")).to_have_count(1)
     page.click("#submit-button")
 
 
@@ -239,9 +240,6 @@ def test_speedbench_submit_against_python_space_app(tmp_path, seeded_db_template
         duplicate = _cli(*args)
         assert duplicate.returncode == 1
         assert "rejected: duplicate submission" in duplicate.stderr and entry_id in duplicate.stderr
-        bad = _cli(*args[:-8], "--drafter", "<b>bold</b>", "--method", "eagle3", "--gpu", "H200",
-                   "--draft-length", "3", "--temperature", "0")
-        assert bad.returncode == 1 and "metadata.drafter contains markup" in bad.stderr
     finally:
         process.terminate()
         process.wait(timeout=30)

@@ -180,10 +180,16 @@ def test_known_builds_load_from_env_folder(monkeypatch, known_builds_dir, known_
 
 
 def test_describe_dataset_reads_the_parquet_rows(dataset_dir):
+    from speedbench.client.workload import dataset_fingerprint
+
     build = describe_dataset(dataset_dir)
-    assert sorted(build.questions) == ["qualitative", "throughput_1k"]
-    assert len(build.questions["qualitative"]) == 11 * 5
-    assert set(build.questions["throughput_1k"].values()) == {"low_entropy", "mixed", "high_entropy"}
+    assert sorted(build.configs) == ["qualitative", "throughput_1k"]
+    assert len(build.configs["qualitative"].questions) == 11 * 5
+    assert set(build.configs["throughput_1k"].questions.values()) == {"low_entropy", "mixed", "high_entropy"}
+    # the hash a run records is the client's fingerprint of that config
+    for name, config in build.configs.items():
+        assert config.dataset_manifest_sha256 == dataset_fingerprint(dataset_dir, name)
+    assert build.configs["qualitative"].dataset_manifest_sha256 != build.configs["throughput_1k"].dataset_manifest_sha256
 
 
 def test_stored_bundle_reads_back_into_runs(seeded_store):

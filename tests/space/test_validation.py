@@ -172,13 +172,14 @@ def test_records_not_matching_the_declared_dataset(seeded_store, known_builds, v
     assert_rejected(seeded_store, known_builds, repack(files), "not a known SPEED-Bench build")
 
 
-def test_declared_config_missing_from_the_build(seeded_store, known_builds, valid_bundle):
+@pytest.mark.parametrize("declared", ["throughput_32k", "throughput_1k"])
+def test_declared_config_not_matching_the_dataset_hash(seeded_store, known_builds, valid_bundle, declared):
     files = unpack(valid_bundle)
-    name = sorted(n for n in files if n.endswith("manifest.json"))[0]
+    name = next(n for n in sorted(files) if n.endswith("manifest.json") and b'"qualitative"' in files[n])
     manifest = json.loads(files[name])
-    manifest["dataset_config"] = "throughput_32k"
+    manifest["dataset_config"] = declared
     assert_rejected(seeded_store, known_builds, repack({**files, name: json.dumps(manifest).encode()}),
-                    "'throughput_32k' is not part of build")
+                    f"dataset_config {declared!r} does not match the dataset hash", "config 'qualitative'")
 
 
 def test_duplicate_submissions(seeded_store, known_builds, valid_bundle):
