@@ -48,14 +48,17 @@ def _metadata(args) -> dict:
     manifest_path = args.run_dirs[0] / "manifest.json"
     manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.is_file() else {}
     options = manifest.get("options") or {}
+    sampling = options.get("sampling") or {}
     values = {
         "model": args.model or manifest.get("model_id"),
         "drafter": args.drafter, "sd_method": args.sd_method,
         "engine": args.engine or manifest.get("engine"),
         "engine_version": args.engine_version or manifest.get("engine_version"),
         "gpu": args.gpu,
-        "draft_length": args.draft_length if args.draft_length is not None else options.get("draft_length"),
-        "temperature": args.temperature if args.temperature is not None else options.get("temperature"),
+        "draft_length": args.draft_length if args.draft_length is not None
+        else options.get("draft_length") or _engine_draft_length(args.run_dirs[0]),
+        "temperature": args.temperature if args.temperature is not None
+        else sampling.get("temperature", options.get("temperature")),
         "model_family": args.model_family, "submitter": args.submitter, "notes": args.notes,
     }
     flags = {"model": "--model", "drafter": "--drafter", "sd_method": "--method", "engine": "--engine",
@@ -65,6 +68,22 @@ def _metadata(args) -> dict:
     if missing:
         raise SystemExit(f"speedbench submit: missing {', '.join(missing)} (not in {manifest_path} either)")
     return values
+
+
+def _engine_draft_length(run_dir: Path) -> int | None:
+    """K as the engine reported it in the run's first records (None when it did not)."""
+    path = run_dir / "records.jsonl"
+    if not path.is_file():
+        return None
+    with open(path, encoding="utf-8") as handle:
+        for _, line in zip(range(100), handle):
+            try:
+                k = (json.loads(line).get("engine_stats") or {}).get("draft_length")
+            except (ValueError, AttributeError):
+                continue
+            if k:
+                return int(k)
+    return None
 
 
 def _dry_run(bundle: bytes) -> int:

@@ -84,7 +84,8 @@ class KnownBuilds:
 
     def __init__(self, builds: Iterable[KnownBuild] = ()):
         self.builds: list[KnownBuild] = []
-        self.by_hash: dict[str, tuple[KnownBuild, KnownConfig]] = {}
+        # one fingerprint may name several configs when their files are identical
+        self.by_hash: dict[str, list[tuple[KnownBuild, KnownConfig]]] = {}
         for build in builds:
             self.add(build)
 
@@ -94,7 +95,7 @@ class KnownBuilds:
     def add(self, build: KnownBuild) -> None:
         self.builds.append(build)
         for config in build.configs.values():
-            self.by_hash[config.dataset_manifest_sha256] = (build, config)
+            self.by_hash.setdefault(config.dataset_manifest_sha256, []).append((build, config))
 
     @classmethod
     def load(cls, paths: Iterable[str | Path] | None = None) -> "KnownBuilds":
@@ -117,11 +118,13 @@ class KnownBuilds:
             raise BundleRejected(
                 f"{run_path}/manifest.json: dataset_manifest_sha256 {manifest_hash[:16]}... is not a known "
                 "SPEED-Bench build; measure on a published build of the dataset")
-        build, known = found
-        if known.name != config:
+        matching = [(build, known) for build, known in found if known.name == config]
+        if not matching:
+            build, known = found[0]
             raise BundleRejected(
                 f"{run_path}/manifest.json: dataset_config {config!r} does not match the dataset hash, "
                 f"which is config {known.name!r} of build {build.name!r}")
+        build, known = matching[0]
         for question_id, category in records:
             expected = known.questions.get(question_id)
             if expected is None:

@@ -3,7 +3,9 @@
 Nothing a submitter computed is used: ``results.json`` is kept in the bundle for reference only.
 
 - acceptance: AL (step- and request-weighted) with bootstrap CIs, overall and per category,
-  from the SD runs of the qualitative split (or, without one, from every SD run);
+  from the SD runs of the qualitative split (or, without one, from every SD run); from the
+  engine's exact per-request statistics when every record has them, else from the streamed
+  chunk sizes (the same choice as the client's own analysis; ``acceptance_source`` says which);
 - throughput: per run and load point, output TPS, user TPS, step latency and AL;
 - speedup: at each load point of an SD run on a throughput bucket (ISL) that has a baseline
   (autoregressive) run at the same bucket and concurrency: the measured ratio of output TPS,
@@ -11,15 +13,20 @@ Nothing a submitter computed is used: ``results.json`` is kept in the bundle for
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from speedbench.leaderboard import records_adapter as adapter
 from speedbench.leaderboard.records_adapter import RunData
 from speedbench.metrics.acceptance import (
+    AcceptanceWarning,
     RequestAcceptance,
-    acceptance_from_step_sizes,
     compare_acceptance,
+    requests_from_counts,
+    requests_from_histograms,
     requests_from_step_sizes,
+    summarize_acceptance,
 )
 from speedbench.metrics.latency import summarize_latency, timings_from_lists
 from speedbench.metrics.results import to_jsonable
@@ -33,15 +40,30 @@ _AL_KEYS = ("acceptance_length", "acceptance_length_ci", "acceptance_length_requ
             "num_requests", "num_steps", "max_tokens_share")
 
 
-def _acceptance_inputs(records, draft_length: int) -> dict:
-    return dict(step_sizes=adapter.step_sizes(records), draft_length=draft_length,
-                categories=adapter.categories(records), question_ids=adapter.question_ids(records),
-                finish_reasons=[r.finish_reason for r in records])
+def request_acceptance(records, draft_length: int) -> tuple[RequestAcceptance, str]:
+    """The metrics core's per-request acceptance table of these records, and its source.
+
+    Like the client's analysis: the engine's exact per-request statistics when every record has
+    them (histograms, else step/accepted counts), otherwise the streamed chunk sizes.
+    """
+    common = dict(categories=adapter.categories(records), question_ids=adapter.question_ids(records),
+                  finish_reasons=adapter.finish_reasons(records))
+    counts = adapter.engine_counts(records)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", AcceptanceWarning)  # merged chunks are reported in the summary
+        if counts and counts["histograms"]:
+            return requests_from_histograms(counts["histograms"], **common), "engine"
+        if counts:
+            return requests_from_counts(counts["steps"], counts["accepted"], counts["drafted"],
+                                        draft_length=counts["draft_length"] or draft_length, **common), "engine"
+        return requests_from_step_sizes(adapter.step_sizes(records), draft_length=draft_length, **common), "chunks"
 
 
-def request_acceptance(records, draft_length: int) -> RequestAcceptance:
-    """The metrics core's per-request acceptance table of these records (used by Compare)."""
-    return requests_from_step_sizes(**_acceptance_inputs(records, draft_length))
+def _summary(records, draft_length: int, num_resamples: int) -> dict:
+    table, source = request_acceptance(records, draft_length)
+    summary = summarize_acceptance(table, num_resamples=num_resamples, seed=SEED).to_dict()
+    summary["acceptance_source"] = source
+    return summary
 
 
 def acceptance_runs(runs: list[RunData]) -> list[RunData]:
@@ -54,9 +76,9 @@ def acceptance_runs(runs: list[RunData]) -> list[RunData]:
 def _acceptance(runs: list[RunData], draft_length: int) -> dict:
     source = acceptance_runs(runs)
     records = [rec for run in source for rec in run.records]
-    summary = acceptance_from_step_sizes(**_acceptance_inputs(records, draft_length),
-                                         num_resamples=NUM_RESAMPLES, seed=SEED).to_dict()
+    summary = _summary(records, draft_length, NUM_RESAMPLES)
     out = {k: summary.get(k) for k in _AL_KEYS}
+    out["acceptance_source"] = summary["acceptance_source"]
     out["per_category"] = {c: {k: v.get(k) for k in _AL_KEYS} for c, v in summary["per_category"].items()}
     out["runs"] = [r.path for r in source]
     out["dataset_configs"] = sorted({r.dataset_config for r in source})
@@ -82,8 +104,7 @@ def _point_figures(run: RunData, point: str, records, draft_length: int) -> dict
         "achieved_concurrency": latency["achieved_concurrency"],
     }
     if run.role == "sd":
-        al = acceptance_from_step_sizes(**_acceptance_inputs(records, draft_length), num_resamples=0).to_dict()
-        figures["acceptance_length"] = al["acceptance_length"]
+        figures["acceptance_length"] = _summary(records, draft_length, 0)["acceptance_length"]
     return figures
 
 
@@ -119,15 +140,15 @@ def recompute_metrics(runs: list[RunData], draft_length: int) -> dict:
 
 def compare_runs(records_a, records_b, draft_length_a: int, draft_length_b: int) -> dict:
     """Paired AL difference (B - A) over the prompts both ran, overall and per category."""
-    out = {"all": compare_acceptance(request_acceptance(records_a, draft_length_a),
-                                     request_acceptance(records_b, draft_length_b),
+    out = {"all": compare_acceptance(request_acceptance(records_a, draft_length_a)[0],
+                                     request_acceptance(records_b, draft_length_b)[0],
                                      num_resamples=NUM_RESAMPLES, seed=SEED).to_dict()}
     cats = sorted({r.category for r in records_a} & {r.category for r in records_b})
     for cat in cats:
         sub_a = [r for r in records_a if r.category == cat]
         sub_b = [r for r in records_b if r.category == cat]
-        out[cat] = compare_acceptance(request_acceptance(sub_a, draft_length_a),
-                                      request_acceptance(sub_b, draft_length_b),
+        out[cat] = compare_acceptance(request_acceptance(sub_a, draft_length_a)[0],
+                                      request_acceptance(sub_b, draft_length_b)[0],
                                       num_resamples=NUM_RESAMPLES, seed=SEED).to_dict()
     return to_jsonable(out)
 

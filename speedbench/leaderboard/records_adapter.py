@@ -76,12 +76,30 @@ def _check_record_dict(data, where: str) -> None:
             raise BundleRejected(f"{where}: end_ns is before the last chunk (negative time)")
     elif end < scheduled:
         raise BundleRejected(f"{where}: end_ns is before scheduled_ns (negative time)")
+    _check_engine_stats(data.get("engine_stats"), where)
     concurrency = data.get("requested_concurrency")
     if concurrency is not None and (not _is_int(concurrency) or concurrency < 1):
         raise BundleRejected(f"{where}: requested_concurrency must be a positive integer or null")
     started = data.get("started_unix_s")
     if started is not None and (not isinstance(started, (int, float)) or not math.isfinite(started) or started < 0):
         raise BundleRejected(f"{where}: started_unix_s must be a non-negative number")
+
+
+def _check_engine_stats(stats, where: str) -> None:
+    if stats is None:
+        return
+    if not isinstance(stats, dict):
+        raise BundleRejected(f"{where}: engine_stats must be an object or null")
+    for name in ("verify_steps", "draft_tokens", "accepted_tokens", "draft_length"):
+        value = stats.get(name)
+        if value is not None and (not _is_int(value) or value < 0):
+            raise BundleRejected(f"{where}: engine_stats.{name} must be a non-negative integer or null")
+    histogram = stats.get("acceptance_histogram")
+    if histogram is not None and (not isinstance(histogram, list)
+                                  or not all(_is_int(v) and v >= 0 for v in histogram)):
+        raise BundleRejected(f"{where}: engine_stats.acceptance_histogram must be a list of non-negative integers")
+    if not isinstance(stats.get("source", ""), str) or not isinstance(stats.get("exact", True), bool):
+        raise BundleRejected(f"{where}: engine_stats.source must be a string and engine_stats.exact a boolean")
 
 
 def parse_manifest(raw: bytes, where: str) -> RunManifest:
@@ -152,8 +170,33 @@ def categories(records: list[TurnRecord]) -> list[str]:
 
 
 def question_ids(records: list[TurnRecord]) -> list[str]:
-    """Pairing key of a request-turn: the prompt id, with the turn for multi-turn rows."""
-    return [r.question_id if r.num_turns <= 1 else f"{r.question_id}#{r.turn_index}" for r in records]
+    """The prompt id of each request-turn: the metrics core pools the turns of one id into one
+    request, and pairs two runs by it."""
+    return [r.question_id for r in records]
+
+
+def finish_reasons(records: list[TurnRecord]) -> list[str]:
+    return [r.finish_reason or "" for r in records]
+
+
+def engine_counts(records: list[TurnRecord]) -> dict | None:
+    """The engine's own per-request acceptance statistics, when every record carries exact ones.
+
+    Returns ``{"histograms": [...] | None, "steps", "accepted", "drafted": [...] | None,
+    "draft_length": K | None, "sources": [...]}``; None when any record lacks them (then the
+    streamed chunks are the only acceptance source, as in the client's own analysis).
+    """
+    stats = [r.engine_stats for r in records]
+    if not stats or any(s is None or s.verify_steps is None or s.accepted_tokens is None or not s.exact
+                        for s in stats):
+        return None
+    histograms = [s.acceptance_histogram for s in stats]
+    drafted = [s.draft_tokens for s in stats]
+    return {"histograms": histograms if all(h and len(h) >= 2 for h in histograms) else None,
+            "steps": [s.verify_steps for s in stats], "accepted": [s.accepted_tokens for s in stats],
+            "drafted": drafted if all(d is not None for d in drafted) else None,
+            "draft_length": next((s.draft_length for s in stats if s.draft_length), None),
+            "sources": sorted({s.source for s in stats})}
 
 
 def finished_at_max_tokens(records: list[TurnRecord]) -> list[bool]:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from speedbench.records import RunManifest, TurnRecord
+from speedbench.records import EngineSpecStats, RunManifest, TurnRecord
 from speedbench.schema import QUALITATIVE_CATEGORIES, THROUGHPUT_CATEGORIES, DatasetRow, rows_to_table
 
 
@@ -61,6 +61,7 @@ class SimulatedEngine:
     step_time_s: float = 0.02  # at concurrency 1; grows with concurrency
     ttft_s: float = 0.05
     speculative: bool = True
+    report_engine_stats: bool = False  # attach per-request EngineSpecStats (histogram and counts)
 
     def expected_al(self, category: str | None = None) -> float:
         scale = (self.category_scale or {}).get(category, 1.0) if category else 1.0
@@ -86,6 +87,19 @@ def _simulate_steps(rng: np.random.Generator, engine: SimulatedEngine, category:
         chunks.append(size)
         produced += size
     return chunks
+
+
+def _engine_stats(engine: SimulatedEngine, chunks: list[int]) -> EngineSpecStats | None:
+    """What a vLLM-like engine reports: every verify step after the prefill token, the cut last one too."""
+    if not (engine.speculative and engine.report_engine_stats):
+        return None
+    steps = chunks[1:]
+    histogram = [0] * (engine.draft_length + 1)
+    for size in steps:
+        histogram[size - 1] += 1
+    return EngineSpecStats(source="vllm.metrics", verify_steps=len(steps), accepted_tokens=sum(s - 1 for s in steps),
+                           draft_tokens=engine.draft_length * len(steps), acceptance_histogram=histogram,
+                           draft_length=engine.draft_length)
 
 
 def make_run(run_dir: Path, dataset_dir: Path, config: str, engine: SimulatedEngine, *,
@@ -115,7 +129,7 @@ def make_run(run_dir: Path, dataset_dir: Path, config: str, engine: SimulatedEng
                     worker=0, prompt_tokens=100, prompt_sha256=hashlib.sha256(question_id.encode()).hexdigest(),
                     scheduled_ns=clock, send_ns=clock + 1000, end_ns=times[-1] + 1000, started_unix_s=1.7e9,
                     chunk_ns=times, chunk_tokens=chunks, chunks_are_steps=True, output_tokens=sum(chunks),
-                    finish_reason="length"))
+                    finish_reason="length", engine_stats=_engine_stats(engine, chunks)))
                 wave_end = max(wave_end, times[-1] + 1000)
             clock = wave_end + 1000
     with open(run_dir / "records.jsonl", "w", encoding="utf-8") as handle:
@@ -126,7 +140,8 @@ def make_run(run_dir: Path, dataset_dir: Path, config: str, engine: SimulatedEng
         engine_version=engine.engine_version, server={}, dataset_dir=str(dataset_dir), dataset_config=config,
         dataset_manifest_sha256=dataset_fingerprint(dataset_dir, config), num_rows=len(rows),
         tokenizer_path="tokenizer.json", tokenizer_sha256="0" * 64, chat_template=True, prompt_mode="chat",
-        options={"concurrency": list(concurrencies), "max_tokens": output_tokens, "synthetic": True,
+        options={"concurrency": list(concurrencies), "synthetic": True,
+                 "sampling": {"max_tokens": output_tokens, "temperature": 0.0, "ignore_eos": True, "seed": seed},
                  "draft_length": engine.draft_length if engine.speculative else 0},
         client_version="synthetic", python_version="3.11", created_unix_s=1.7e9)
     (run_dir / "manifest.json").write_text(json.dumps(manifest.to_dict(), indent=1, sort_keys=True) + "\n",

@@ -255,13 +255,12 @@ def test_speedbench_submit_writes_a_bundle_and_dry_runs(tmp_path, make_entry_run
 
     sd, _ = make_entry_runs(SimulatedEngine(engine="sglang", engine_version="0.5.4"), seed=700, throughput=False)
     out = tmp_path / "bundle.tar.gz"
-    result = _cli(str(sd[0]), "--out", str(out), "--dry-run", "--drafter", "d", "--method", "eagle3",
-                  "--gpu", "H100", "--draft-length", "3", "--temperature", "0")
+    result = _cli(str(sd[0]), "--out", str(out), "--dry-run", "--drafter", "d", "--method", "eagle3", "--gpu", "H100")
     assert result.returncode == 0, result.stderr
     assert "mean AL" in result.stdout and "coding" in result.stdout
     files = read_archive(out.read_bytes())
     meta = json.loads(files["submission.json"])["metadata"]
-    # model, engine and version come from the run's manifest when not given
-    assert (meta["model"], meta["engine"], meta["engine_version"]) == (
-        "meta-llama/Llama-3.3-70B-Instruct", "sglang", "0.5.4")
+    # model, engine, version, draft length and temperature come from the run's manifest when not given
+    assert (meta["model"], meta["engine"], meta["engine_version"], meta["draft_length"], meta["temperature"]) == (
+        "meta-llama/Llama-3.3-70B-Instruct", "sglang", "0.5.4", 3, 0.0)
     assert out.read_bytes() == pack_bundle(sd, meta)  # deterministic packing

@@ -80,6 +80,7 @@ def test_recomputed_acceptance_matches_the_raw_records(seeded_store, seed_bundle
     records = _records(seed_bundles[0], "/qual")
     overall, per_cat = _independent_al(records)
     acceptance = entry.metrics["acceptance"]
+    assert acceptance["acceptance_source"] == "chunks"
     assert acceptance["acceptance_length"] == pytest.approx(overall, rel=1e-12)
     assert set(acceptance["per_category"]) == set(per_cat)
     for category, value in per_cat.items():
@@ -89,6 +90,24 @@ def test_recomputed_acceptance_matches_the_raw_records(seeded_store, seed_bundle
     # and close to what the simulated drafter was set up to accept: 1 + .8 + .8*.7 + .8*.7*.6
     assert overall == pytest.approx(1 + 0.8 + 0.56 + 0.336, abs=0.15)
     assert per_cat["coding"] > per_cat["writing"]  # category scales 1.15 vs 0.8
+
+
+def test_engine_statistics_are_used_when_every_record_has_them(tmp_path, dataset_dir, known_builds):
+    engine = SimulatedEngine(engine="vllm", rates=(0.8, 0.6, 0.4), report_engine_stats=True)
+    run = make_run(tmp_path / "qual", dataset_dir, "qualitative", engine, seed=5)
+    bundle = pack_bundle([run], {"model": "m/x", "drafter": "d", "sd_method": "eagle3", "engine": "vllm",
+                                 "engine_version": "1", "gpu": "g", "draft_length": 3, "temperature": 0})
+    store = LeaderboardStore(tmp_path / "s.sqlite3")
+    acceptance = submit_bundle(bundle, store, known_builds).metrics["acceptance"]
+    store.close()
+    records = [json.loads(line) for line in (run / "records.jsonl").read_text().splitlines()]
+    # engine view: every step after the prefill token, the cut last step included: 1 + accepted / steps
+    steps = sum(r["engine_stats"]["verify_steps"] for r in records)
+    accepted = sum(r["engine_stats"]["accepted_tokens"] for r in records)
+    assert acceptance["acceptance_source"] == "engine"
+    assert acceptance["acceptance_length"] == pytest.approx(1 + accepted / steps, rel=1e-12)
+    # and without the statistics the chunks give a (slightly different, last step dropped) figure
+    assert acceptance["acceptance_length"] != pytest.approx(_independent_al(records)[0], rel=1e-9)
 
 
 def test_recomputed_speedup_matches_the_raw_records(seeded_store, seed_bundles):

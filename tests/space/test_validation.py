@@ -157,6 +157,17 @@ def test_negative_times(seeded_store, known_builds, valid_bundle):
         assert_rejected(seeded_store, known_builds, repack(edit_record(files, line=2, **change)), "line 3", fragment)
 
 
+@pytest.mark.parametrize("stats,fragment", [
+    ("not an object", "engine_stats must be an object"),
+    ({"source": "vllm.metrics", "verify_steps": -3, "accepted_tokens": 2}, "engine_stats.verify_steps"),
+    ({"source": "vllm.metrics", "verify_steps": 3, "accepted_tokens": 1.5}, "engine_stats.accepted_tokens"),
+    ({"source": "vllm.metrics", "acceptance_histogram": [1, "x"]}, "acceptance_histogram"),
+])
+def test_malformed_engine_statistics(seeded_store, known_builds, valid_bundle, stats, fragment):
+    data = repack(edit_record(unpack(valid_bundle), line=1, engine_stats=stats))
+    assert_rejected(seeded_store, known_builds, data, "line 2", fragment)
+
+
 def test_records_not_matching_the_declared_dataset(seeded_store, known_builds, valid_bundle):
     files = unpack(valid_bundle)
     assert_rejected(seeded_store, known_builds, repack(edit_record(files, line=0, question_id="f" * 32)),
