@@ -33,7 +33,7 @@ from pathlib import Path
 from speedbench.schema import PLACEHOLDER_PREFIX, THROUGHPUT_BUCKETS, DatasetRow
 
 TEMPLATE_LINE = "speed-bench recipe (task {task}, {n_tokens} o200k_base tokens): run `speedbench resolve`."
-HLE_ID = re.compile(r"\b[0-9a-f]{24}\b")
+HLE_ID = re.compile(r"(?<![0-9a-f])[0-9a-f]{24}(?![0-9a-f])")
 ROW_INDEX = re.compile(r"_(\d+)")
 
 

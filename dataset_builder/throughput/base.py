@@ -84,6 +84,10 @@ class TaskType:
         """The source text of one unit (what the reuse statistics count)."""
         raise NotImplementedError
 
+    def known_unit_tokens(self, unit: str) -> int | None:
+        """A unit's o200k token count when known without encoding (None: count it)."""
+        return None
+
     def row_source(self, units: Sequence[str]) -> str:
         return self.source
 

@@ -9,7 +9,7 @@ import random
 from collections.abc import Sequence
 
 from speedbench.dataset_builder.throughput.base import Rendered, TaskType
-from speedbench.dataset_builder.throughput.gutenberg import book_titles, dealt_passages, passage_text
+from speedbench.dataset_builder.throughput.gutenberg import book_titles, dealt_passages, passage_size, passage_text
 
 TAIL = ("\n\n[The passage stops here.]\n\nContinue the novel from exactly where the passage stops, "
         "in the same voice, style and period. Write at least 800 words of new story.\n")
@@ -33,6 +33,9 @@ class BookContinuation(TaskType):
 
     def unit_text(self, unit: str) -> str:
         return passage_text(str(self.sources), unit)
+
+    def known_unit_tokens(self, unit: str) -> int | None:
+        return passage_size(unit)
 
     def render(self, units: Sequence[str]) -> Rendered:
         title, author = book_titles(str(self.sources))[units[0].split("#", 1)[0]]

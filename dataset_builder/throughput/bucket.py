@@ -21,7 +21,7 @@ from speedbench.dataset_builder.throughput.creative_writing import CreativeWriti
 from speedbench.dataset_builder.throughput.dialogue_continuation import DialogueContinuation
 from speedbench.dataset_builder.throughput.exam_qa import ExamQA
 from speedbench.dataset_builder.throughput.fit import (
-    PADDING, FitError, FittedPrompt, body_char_cap, encode_body, fit_to_length, o200k_codec)
+    PADDING, FitError, FittedPrompt, count_capped, encode_body, fit_to_length, o200k_codec)
 from speedbench.dataset_builder.throughput.reuse import reuse_statistics
 from speedbench.dataset_builder.throughput.text_sorting import TextSorting
 from speedbench.schema import THROUGHPUT_CATEGORIES, DatasetRow, make_question_id
@@ -40,26 +40,34 @@ SOURCE_PATHS = ("gutenberg_dighums", "humaneval_x", "benchfortir/hle/top.json", 
 
 
 class UnitTokens:
-    """o200k token count of a task's source unit, computed once per unit and bucket length.
+    """o200k token count of a task's source unit, at most the bucket length N (cached).
 
-    A unit counts at most what fits in one prompt of the bucket: its text is cut to
-    ``body_char_cap(N)`` characters first (a 50k-token source file is never encoded whole for a
-    1k prompt). The reuse statistics use the same counts.
+    A unit counts at most what fits in one prompt (a 50k-token source file is never encoded
+    whole for a 1k prompt); the reuse statistics use the same counts. Tasks that know a unit's
+    size without encoding it (book passages) say so through ``TaskType.known_unit_tokens``.
     """
 
     def __init__(self) -> None:
-        self.cache: dict[tuple[str, int], int] = {}
+        self.cache: dict[str, tuple[int, bool]] = {}  # unit -> (count, whole text counted)
         self.task: TaskType | None = None
-        self.cap_chars = 0  # set per bucket by build_bucket; 0 = whole text
+        self.n_tokens = 0  # set per bucket by build_bucket; 0 = no cap
 
     def __call__(self, unit: str) -> int:
-        key = (unit, self.cap_chars)
-        count = self.cache.get(key)
-        if count is None:
-            from speedbench.tokenization.o200k import count_tokens
+        cached = self.cache.get(unit)
+        if cached is not None:
+            count, whole = cached
+            if whole or (self.n_tokens and count >= self.n_tokens):
+                return min(count, self.n_tokens) if self.n_tokens else count
+        known = self.task.known_unit_tokens(unit)
+        if known is not None:
+            count, whole = known, True
+        else:
             text = self.task.unit_text(unit)
-            count = self.cache[key] = count_tokens(text[: self.cap_chars] if self.cap_chars else text)
-        return count
+            cap = self.n_tokens or 10**12
+            count = count_capped(text, cap)
+            whole = count < cap
+        self.cache[unit] = (count, whole)
+        return min(count, self.n_tokens) if self.n_tokens else count
 
 
 @lru_cache(maxsize=4)
@@ -148,7 +156,7 @@ def build_bucket(ctx: BuildContext, config: str, n_tokens: int) -> BuiltConfig:
     for tier in THROUGHPUT_CATEGORIES:
         tier_tasks = [tasks[cls.name] for cls in TIER_TASKS[tier]]
         for task in tier_tasks:
-            task.unit_tokens.cap_chars = body_char_cap(n_tokens)
+            task.unit_tokens.n_tokens = n_tokens
         capacities = [t.capacity(n_tokens) for t in tier_tasks]
         allocation = allocate(per_tier, capacities)
         if sum(allocation) < per_tier and not allow_short:

@@ -60,25 +60,41 @@ def o200k_codec() -> Codec:
                  encode=encoding.encode_ordinary, decode_prefix=decode_prefix)
 
 
-# o200k packs far more than this many characters into a token only for pathological text (long
-# runs of one character); a body is cut to this many characters per wanted token before encoding.
-MAX_CHARS_PER_TOKEN = 12
+# A body is encoded in growing prefixes: first ``START_CHARS_PER_TOKEN`` characters per wanted
+# token (more than o200k's ~4 for English prose and code), doubled until the prefix holds
+# ``BODY_TOKEN_MARGIN`` tokens more than the prompt can use, or the body ends.
+START_CHARS_PER_TOKEN = 5
 BODY_TOKEN_MARGIN = 256
 
 
-def body_char_cap(n_tokens: int) -> int:
-    """Characters of body worth encoding for an N-token prompt (the rest would be cut anyway)."""
-    return (n_tokens + BODY_TOKEN_MARGIN) * MAX_CHARS_PER_TOKEN
-
-
 def encode_body(codec: Codec, body: str, n_tokens: int) -> list[int]:
-    """Tokens of the body's first :func:`body_char_cap` characters.
+    """Tokens of a prefix of ``body`` long enough for an N-token prompt.
 
     Encoding only a prefix keeps a 32k prompt from encoding a whole 100k-token source; the first
-    N tokens are unchanged, since tokenization is local and the cut lies thousands of tokens later.
-    Build and resolve both call this, so a recipe's ``k`` always refers to the same tokens.
+    N tokens are those of the full body, since tokenization is local and the prefix ends at least
+    ``BODY_TOKEN_MARGIN`` tokens later. Build and resolve both call this, so a recipe's ``k``
+    always refers to the same tokens.
     """
-    return codec.encode(body[: body_char_cap(n_tokens)]) if body else []
+    if not body:
+        return []
+    cap = (n_tokens + BODY_TOKEN_MARGIN) * START_CHARS_PER_TOKEN
+    while True:
+        tokens = codec.encode(body[:cap])
+        if cap >= len(body) or len(tokens) >= n_tokens + BODY_TOKEN_MARGIN:
+            return tokens
+        cap *= 2
+
+
+def count_capped(text: str, n_tokens: int) -> int:
+    """``min(o200k tokens of text, n_tokens)``, encoding no more of the text than needed."""
+    from speedbench.tokenization.o200k import o200k
+    encoding = o200k()
+    cap = n_tokens * START_CHARS_PER_TOKEN
+    while True:
+        count = len(encoding.encode_ordinary(text[:cap]))
+        if cap >= len(text) or count >= n_tokens:
+            return min(count, n_tokens)
+        cap *= 2
 
 
 def padding_text(n_chars: int, padding: str = PADDING) -> str:

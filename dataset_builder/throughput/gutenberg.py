@@ -55,6 +55,14 @@ def dealt_passages(root: str, n_tokens: int, seed: int) -> tuple[tuple[str, ...]
     return tuple(windows[0::2]), tuple(windows[1::2])
 
 
+def passage_size(unit: str) -> int:
+    """Tokens of a passage, from its id (the window was cut in tokens)."""
+    match = PASSAGE.match(unit)
+    if not match:
+        raise ValueError(f"{unit!r} is not a Gutenberg passage id ('<path>#t<start>-<end>')")
+    return int(match["end"]) - int(match["start"])
+
+
 def passage_text(root: str, unit: str) -> str:
     match = PASSAGE.match(unit)
     if not match:

@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 
 from speedbench.dataset_builder.throughput.base import Rendered, TaskType, stable_rng
-from speedbench.dataset_builder.throughput.gutenberg import dealt_passages, passage_text
+from speedbench.dataset_builder.throughput.gutenberg import dealt_passages, passage_size, passage_text
 
 # Where the parts start, as fractions of the passage (before | 4 parts | after).
 CUTS = (0.06, 0.20, 0.34, 0.48, 0.62)
@@ -65,6 +65,9 @@ class TextSorting(TaskType):
 
     def unit_text(self, unit: str) -> str:
         return passage_text(str(self.sources), unit)
+
+    def known_unit_tokens(self, unit: str) -> int | None:
+        return passage_size(unit)
 
     def render(self, units: Sequence[str]) -> Rendered:
         before, *parts, after = split_passage(self.unit_text(units[0]))
