@@ -94,8 +94,12 @@ class ErrorCounter:
 
 
 async def _sleep_until(deadline_ns: int) -> None:
-    delay = (deadline_ns - time.perf_counter_ns()) / 1e9
-    if delay > 0:
+    # Event-loop timers may fire up to a millisecond early (uvloop rounds to ms): never send
+    # before the scheduled time, or TTFT would start after the request left.
+    while True:
+        delay = (deadline_ns - time.perf_counter_ns()) / 1e9
+        if delay <= 0:
+            return
         await asyncio.sleep(delay)
 
 
