@@ -200,14 +200,18 @@ def test_about_tab(page, artifacts_dir):
     page.screenshot(path=str(artifacts_dir / "07-about.png"), full_page=True)
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1"}
-    return subprocess.run([sys.executable, "-m", "speedbench", "submit", *args], capture_output=True, text=True,
-                          env=env, timeout=120)
+def _cli(capsys, *args: str) -> subprocess.CompletedProcess:
+    """`speedbench submit ARGS` in this process (the console entry point's main)."""
+    from speedbench.cli import main
+
+    capsys.readouterr()
+    code = main(["submit", *args])
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(["speedbench", "submit", *args], code, out, err)
 
 
 def test_speedbench_submit_against_python_space_app(tmp_path, seeded_db_template, known_builds_dir,
-                                                    make_entry_runs):
+                                                    make_entry_runs, capsys):
     """`python space/app.py` honours GRADIO_SERVER_PORT and SPEEDBENCH_DB; `speedbench submit` talks to it."""
     import shutil
 
@@ -233,11 +237,11 @@ def test_speedbench_submit_against_python_space_app(tmp_path, seeded_db_template
         args = [str(d) for d in sd] + ["--baseline", str(baselines[0]), "--space", url, "--drafter", "EAGLE3-test",
                                        "--method", "eagle3", "--gpu", "H200", "--draft-length", "3",
                                        "--temperature", "0"]
-        accepted = _cli(*args)
+        accepted = _cli(capsys, *args)
         assert accepted.returncode == 0, accepted.stderr
         entry_id = accepted.stdout.strip()
         assert entry_id.startswith("sb-")
-        duplicate = _cli(*args)
+        duplicate = _cli(capsys, *args)
         assert duplicate.returncode == 1
         assert "rejected: duplicate submission" in duplicate.stderr and entry_id in duplicate.stderr
     finally:
@@ -249,13 +253,13 @@ def test_speedbench_submit_against_python_space_app(tmp_path, seeded_db_template
     store.close()
 
 
-def test_speedbench_submit_writes_a_bundle_and_dry_runs(tmp_path, make_entry_runs, known_builds_dir):
+def test_speedbench_submit_writes_a_bundle_and_dry_runs(tmp_path, make_entry_runs, known_builds_dir, capsys):
     from speedbench.leaderboard.archive import read_archive
     from speedbench.leaderboard.synthetic import SimulatedEngine
 
     sd, _ = make_entry_runs(SimulatedEngine(engine="sglang", engine_version="0.5.4"), seed=700, throughput=False)
     out = tmp_path / "bundle.tar.gz"
-    result = _cli(str(sd[0]), "--out", str(out), "--dry-run", "--drafter", "d", "--method", "eagle3", "--gpu", "H100")
+    result = _cli(capsys, str(sd[0]), "--out", str(out), "--dry-run", "--drafter", "d", "--method", "eagle3", "--gpu", "H100")
     assert result.returncode == 0, result.stderr
     assert "mean AL" in result.stdout and "coding" in result.stdout
     files = read_archive(out.read_bytes())
