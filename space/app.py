@@ -38,10 +38,10 @@ def build_app(settings: Settings | None = None, store: LeaderboardStore | None =
     mirror = HubMirror(settings.mirror_repo) if settings.mirror_repo else None
 
     def table(search, engines, methods, families, isl, sort_by, descending, show_ci):
-        frame, datatypes = populate.board_frame(
+        frame, datatypes, widths = populate.board_frame(
             populate.all_rows(store), search=search, engines=engines, methods=methods, families=families,
             isl=isl, sort_by=sort_by, descending=descending, show_ci=show_ci)
-        return gr.Dataframe(value=frame, datatype=datatypes)
+        return gr.Dataframe(value=frame, datatype=datatypes, column_widths=widths)
 
     def refresh_choices():
         found = populate.filter_choices(populate.all_rows(store))
@@ -52,7 +52,7 @@ def build_app(settings: Settings | None = None, store: LeaderboardStore | None =
 
     rows = populate.all_rows(store)
     found = populate.filter_choices(rows)
-    frame, datatypes = populate.board_frame(rows)
+    frame, datatypes, widths = populate.board_frame(rows)
 
     with gr.Blocks(title=about.TITLE, fill_width=True) as demo:
         gr.Markdown(f"# {about.TITLE}")
@@ -74,8 +74,8 @@ def build_app(settings: Settings | None = None, store: LeaderboardStore | None =
                                            elem_id="f-family")
                     isl = gr.Dropdown(choices=found["isls"], value="any", label="ISL (throughput bucket)",
                                       elem_id="f-isl")
-                board_table = gr.Dataframe(value=frame, datatype=datatypes, interactive=False, pinned_columns=1,
-                                           wrap=True, elem_id="board", label="Entries", max_height=600)
+                board_table = gr.Dataframe(value=frame, datatype=datatypes, column_widths=widths, interactive=False,
+                                           pinned_columns=1, elem_id="board", label="Entries", max_height=600)
                 controls = [search, engines, methods, families, isl, sort_by, descending, show_ci]
                 for control in controls:
                     control.change(table, controls, board_table, api_name=False)

@@ -11,6 +11,9 @@ Every number on this board is recomputed from the raw per-request records of eac
 ABOUT = """
 ## What the columns mean
 
+- **Model, Drafter, Method, Engine, Version, GPU, K, Temp.**: what was measured, as submitted:
+  target model, draft model or head, SD method, serving engine and its version, accelerator,
+  draft length K, sampling temperature.
 - **Mean AL**: acceptance length, the tokens a verification step emits on average:
   `AL = 1 + sum_i prod_{j<=i} AR_j`, where `AR_i` is the conditional acceptance rate of draft
   position *i*. Step-weighted (all steps of all requests pooled); the request-weighted mean
@@ -38,7 +41,7 @@ recomputes every metric with the `speedbench.metrics` core. The submitter's own 
 ## How to reproduce a row
 
 ```bash
-pip install speed-bench
+pip install -e '.[all]'      # in a checkout of the speed-bench repository
 speedbench run --engine vllm --url http://127.0.0.1:8000 --tokenizer TOKENIZER_DIR \\
     --dataset speed-bench --config qualitative --out runs/qual
 speedbench run ... --config throughput_8k --concurrency 1,4,16,64 --out runs/tp8k

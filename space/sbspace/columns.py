@@ -10,43 +10,45 @@ class Column:
     header: str
     datatype: str  # "str" | "number": text is always shown as text, never as HTML/Markdown
     default: bool = True
+    width: int = 90  # pixels
 
 
 IDENTITY = [
-    Column("model", "Model", "str"),
-    Column("drafter", "Drafter", "str"),
-    Column("sd_method", "Method", "str"),
+    Column("model", "Model", "str", width=290),
+    Column("drafter", "Drafter", "str", width=240),
+    Column("sd_method", "Method", "str", width=110),
     Column("engine", "Engine", "str"),
-    Column("engine_version", "Engine version", "str"),
-    Column("gpu", "GPU", "str"),
-    Column("draft_length", "K", "number"),
-    Column("temperature", "Temp.", "number"),
+    Column("engine_version", "Version", "str"),
+    Column("gpu", "GPU", "str", width=110),
+    Column("draft_length", "K", "number", width=50),
+    Column("temperature", "Temp.", "number", width=70),
 ]
 ACCEPTANCE = [
-    Column("al", "Mean AL", "number"),
+    Column("al", "Mean AL", "number", width=95),
     Column("al_ci_low", "AL CI low", "number", default=False),
     Column("al_ci_high", "AL CI high", "number", default=False),
-    Column("al_request_weighted", "AL (req.)", "number"),
+    Column("al_request_weighted", "AL (req.)", "number", width=95),
 ]
 TRAILING = [
     Column("model_family", "Family", "str", default=False),
-    Column("submitted", "Submitted", "str"),
-    Column("id", "Entry", "str"),
+    Column("submitted", "Submitted", "str", width=110),
+    Column("id", "Entry", "str", width=150),
 ]
 
 
 def category_column(key: str) -> Column:
-    return Column(key, key[3:], "number")
+    return Column(key, key[3:], "number", width=max(90, 10 * len(key[3:]) + 24))
 
 
 def category_ci_columns(key: str) -> list[Column]:
     name = key[3:]
-    return [Column(f"{key}_ci_low", f"{name} CI low", "number"), Column(f"{key}_ci_high", f"{name} CI high", "number")]
+    return [Column(f"{key}_ci_low", f"{name} CI low", "number", width=max(120, 10 * len(name) + 80)),
+            Column(f"{key}_ci_high", f"{name} CI high", "number", width=max(120, 10 * len(name) + 80))]
 
 
 def speedup_column(key: str) -> Column:
     _, isl, concurrency = key.split("_")
-    return Column(key, f"Speedup {isl} c={concurrency[1:]}", "number")
+    return Column(key, f"Speedup {isl} c={concurrency[1:]}", "number", width=150)
 
 
 SORTABLE = {c.header: c.key for c in IDENTITY + ACCEPTANCE + TRAILING}

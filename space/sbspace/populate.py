@@ -33,7 +33,7 @@ def visible_columns(rows: list[dict], isl: str | None, show_ci: bool) -> list[Co
 
 def board_frame(rows: list[dict], *, search: str = "", engines=(), methods=(), families=(), isl: str | None = None,
                 sort_by: str = "Mean AL", descending: bool = True, show_ci: bool = False):
-    """(DataFrame, datatypes) for ``gr.Dataframe``: filtered, sorted, with display headers."""
+    """(DataFrame, datatypes, column widths) for ``gr.Dataframe``: filtered, sorted, with display headers."""
     isl = isl if isl and isl != "any" else None
     shown = board.filter_rows(rows, search=search or "", engines=engines, methods=methods, families=families, isl=isl)
     columns = visible_columns(rows, isl, show_ci)
@@ -45,7 +45,7 @@ def board_frame(rows: list[dict], *, search: str = "", engines=(), methods=(), f
             frame[c.header] = pd.to_numeric(frame[c.header], errors="coerce").astype("float64")
         else:
             frame[c.header] = frame[c.header].astype(object).where(frame[c.header].notna(), "")
-    return frame, [c.datatype for c in columns]
+    return frame, [c.datatype for c in columns], [f"{c.width}px" for c in columns]
 
 
 def filter_choices(rows: list[dict]) -> dict[str, list[str]]:

@@ -73,17 +73,18 @@ def test_sorting_puts_missing_values_last(rows):
 def test_board_frame_headers_types_and_filtering(seeded_store, space_modules):
     populate, _ = space_modules
     all_rows = populate.all_rows(seeded_store)
-    frame, datatypes = populate.board_frame(all_rows)
-    assert list(frame.columns[:10]) == ["Model", "Drafter", "Method", "Engine", "Engine version", "GPU", "K",
+    frame, datatypes, widths = populate.board_frame(all_rows)
+    assert list(frame.columns[:10]) == ["Model", "Drafter", "Method", "Engine", "Version", "GPU", "K",
                                         "Temp.", "Mean AL", "AL (req.)"]
+    assert len(widths) == len(frame.columns)
     assert "Speedup 1k c=4" in frame.columns and "coding" in frame.columns
     assert len(datatypes) == len(frame.columns)
     assert datatypes[frame.columns.get_loc("Model")] == "str"  # text is never rendered as HTML/Markdown
     assert "html" not in datatypes and "markdown" not in datatypes
     assert list(frame["Method"]) == ["eagle3", "mtp", "ngram"]
-    narrowed, _ = populate.board_frame(all_rows, engines=["trtllm"], sort_by="Model", descending=False)
+    narrowed, _, _ = populate.board_frame(all_rows, engines=["trtllm"], sort_by="Model", descending=False)
     assert list(narrowed["Method"]) == ["ngram"]
-    with_ci, _ = populate.board_frame(all_rows, show_ci=True)
+    with_ci, _, _ = populate.board_frame(all_rows, show_ci=True)
     assert {"AL CI low", "AL CI high", "coding CI low"} <= set(with_ci.columns)
     choices = populate.filter_choices(all_rows)
     assert choices["engines"] == ["sglang", "trtllm", "vllm"] and choices["isls"] == ["any", "1k"]

@@ -119,6 +119,11 @@ def test_filters_and_search_narrow_the_table(page, artifacts_dir):
     page.reload()
     pick(page, "f-isl", "1k")  # the MTP entry has no throughput runs
     expect(board_rows(page)).to_have_count(2)
+    # scroll the table to its right end to show the speedup columns
+    page.evaluate("""() => { for (const e of document.querySelectorAll('#board *'))
+                                 if (e.scrollWidth > e.clientWidth + 10) e.scrollLeft = e.scrollWidth; }""")
+    expect(page.locator("#board")).to_contain_text("Speedup 1k c=4")
+    page.screenshot(path=str(artifacts_dir / "02b-filter-isl-speedups.png"), full_page=True)
 
 
 def upload(page, path: Path):
