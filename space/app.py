@@ -7,6 +7,7 @@ is :mod:`speedbench.leaderboard`.
 """
 from __future__ import annotations
 
+import logging
 import sys
 import warnings
 from pathlib import Path
@@ -25,17 +26,26 @@ from sbspace.envs import Settings  # noqa: E402
 from speedbench.leaderboard.known_builds import KnownBuilds  # noqa: E402
 from speedbench.leaderboard.mirror import HubMirror  # noqa: E402
 from speedbench.leaderboard.store import LeaderboardStore  # noqa: E402
+from speedbench.leaderboard.validate import STORED_LIMITS, submit_bundle  # noqa: E402
+
+log = logging.getLogger("speedbench.space")
 
 warnings.filterwarnings("ignore", message=".*Pandas4Warning.*")
 warnings.filterwarnings("ignore", category=FutureWarning, module="gradio")
 
 
 def build_app(settings: Settings | None = None, store: LeaderboardStore | None = None,
-              known_builds: KnownBuilds | None = None) -> gr.Blocks:
+              known_builds: KnownBuilds | None = None, mirror: HubMirror | None = None) -> gr.Blocks:
     settings = settings or Settings()
     store = store or LeaderboardStore(settings.db_path)
     known_builds = known_builds if known_builds is not None else KnownBuilds.load(settings.known_builds)
-    mirror = HubMirror(settings.mirror_repo) if settings.mirror_repo else None
+    if mirror is None and settings.mirror_repo:
+        mirror = HubMirror(settings.mirror_repo)
+    if mirror is not None and store.count() == 0:
+        # a fresh Space (empty disk): rebuild the board from the mirror, through the same validation
+        added, skipped = mirror.restore(
+            lambda archive, date: submit_bundle(archive, store, known_builds, STORED_LIMITS, submitted_at=date))
+        log.info("restored %d entries from %s (%d skipped)", added, mirror.repo_id, len(skipped))
 
     def table(search, engines, methods, families, isl, sort_by, descending, show_ci):
         frame, datatypes, widths = populate.board_frame(

@@ -17,4 +17,5 @@ Modules, one concept each:
 - :mod:`~speedbench.leaderboard.store`       SQLite (WAL) store of submissions and raw bundles
 - :mod:`~speedbench.leaderboard.mirror`      optional mirror of the store to a Hub dataset repo
 - :mod:`~speedbench.leaderboard.board`       the table and comparisons the Space shows
+- :mod:`~speedbench.leaderboard.synthetic`   synthetic runs with known acceptance (tests, benchmark)
 """

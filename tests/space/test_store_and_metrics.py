@@ -217,3 +217,26 @@ def test_stored_bundle_reads_back_into_runs(seeded_store):
     assert metadata.model == entry.metadata["model"]
     assert {r.role for r in runs} == {"sd", "baseline"}
     assert {r.isl for r in runs} == {None, "1k"}
+
+
+def test_a_fresh_space_restores_its_board_from_the_mirror(tmp_path, seed_bundles, known_builds):
+    import importlib.util
+    import sys
+
+    space = Path(__file__).resolve().parents[2] / "space"
+    if str(space) not in sys.path:
+        sys.path.insert(0, str(space))
+    spec = importlib.util.spec_from_file_location("speedbench_space_app", space / "app.py")
+    app = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(app)
+    from sbspace.envs import Settings
+
+    api = FakeHubApi(tmp_path / "hub")
+    mirror = HubMirror("org/board-mirror", api=api)
+    source = LeaderboardStore(tmp_path / "a.sqlite3")
+    for bundle in seed_bundles:
+        submit_bundle(bundle, source, known_builds, mirror=mirror)
+    demo = app.build_app(Settings(db_path=tmp_path / "fresh.sqlite3"), known_builds=known_builds, mirror=mirror)
+    assert [e.id for e in demo.store.entries()] == [e.id for e in source.entries()]
+    demo.store.close()
+    source.close()
