@@ -59,11 +59,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--per-tier", type=int, default=16, help="lite_throughput_1k: prompts per entropy tier")
     parser.add_argument("--pool-cap", type=int, default=100,
                         help="qualitative parent build: candidates embedded per category (keeps the build short)")
-    parser.add_argument("--max-prompt-tokens", type=int, default=1000,
+    parser.add_argument("--max-prompt-tokens", type=int, default=600,
                         help="lite_qualitative: leave out prompts longer than this many o200k tokens (all turns)")
     parser.add_argument("--qualitative-concurrency", type=_ints, default=[1, 4])
     parser.add_argument("--sweep", type=_ints, default=[1, 2, 4], help="throughput concurrency sweep")
-    parser.add_argument("--qualitative-max-tokens", type=int, default=48)
+    parser.add_argument("--qualitative-max-tokens", type=int, default=32)
     parser.add_argument("--throughput-max-tokens", type=int, default=32)
     parser.add_argument("--isl", type=int, default=1000,
                         help="throughput prompts re-fitted to exactly this many target-model tokens (0: keep o200k)")
