@@ -23,6 +23,7 @@ from speedbench.dataset_builder.throughput.exam_qa import ExamQA
 from speedbench.dataset_builder.throughput.fit import (
     PADDING, FitError, FittedPrompt, count_capped, encode_body, fit_to_length, o200k_codec)
 from speedbench.dataset_builder.throughput.reuse import reuse_statistics
+from speedbench.dataset_builder.throughput.sources import pin_mismatches
 from speedbench.dataset_builder.throughput.text_sorting import TextSorting
 from speedbench.schema import THROUGHPUT_CATEGORIES, DatasetRow, make_question_id
 
@@ -181,6 +182,9 @@ def build_bucket(ctx: BuildContext, config: str, n_tokens: int) -> BuiltConfig:
         key = f"{p.row.category}/{p.row.sub_category}"
         stats["sub_category_rows"][key] = stats["sub_category_rows"].get(key, 0) + 1
     stats["languages"] = sorted({p.row.language for p in prompts})
+    stats["code_packages"] = sorted({u.split(":", 1)[0] for p in prompts if p.row.sub_category == "code_completion"
+                                     for u in p.units if "==" in u.split(":", 1)[0]})
+    stats["code_package_pin_mismatches"] = pin_mismatches()
     rows = [p.row for p in prompts]
     return BuiltConfig(name=config, rows=rows, card_section=card_section(config, stats),
                        stats=stats, source_files=[Path(ctx.sources) / p for p in SOURCE_PATHS])
@@ -212,6 +216,13 @@ def card_section(config: str, stats: dict) -> str:
     lines += ["", "Where a tier's sources run out (exam demonstrations, StackSelect distractors, dialogues), "
               "units are drawn again from a seeded reshuffle of the pool; final questions, code files and "
               "book passages are never reused within a bucket."]
+    if stats.get("code_packages"):
+        lines += ["", "Code completion read the installed sources of: " + ", ".join(f"`{p}`" for p in stats["code_packages"])
+                  + "."]
+    if stats.get("code_package_pin_mismatches"):
+        lines += ["", "**Note**: installed packages differ from the pins in pyproject.toml: "
+                  + "; ".join(f"{k} ({v})" for k, v in stats["code_package_pin_mismatches"].items())
+                  + ". The `src_id` names the installed version that was read."]
     return "\n".join(lines)
 
 

@@ -125,8 +125,8 @@ MIN_CODE_FILE_CHARS = 2000
 def site_package_files(packages: tuple[str, ...] = CODE_PACKAGES) -> tuple[CodeFile, ...]:
     """Python source files of the pinned packages as installed, ``package==version:path``, sorted.
 
-    The installed version must equal the pin: the ``src_id`` names the version, so a different
-    installation would silently give different content under the same id.
+    The unit id names the *installed* version, so it always describes the content read; an
+    installation that differs from the pin is listed by :func:`pin_mismatches` (build stats and card).
     """
     pins = dict(pinned_packages())
     files = []
@@ -137,9 +137,7 @@ def site_package_files(packages: tuple[str, ...] = CODE_PACKAGES) -> tuple[CodeF
             distribution = importlib.metadata.distribution(name)
         except importlib.metadata.PackageNotFoundError as error:
             raise SourceError(f"package {name}=={pins[name]} (pinned in pyproject.toml) is not installed") from error
-        if distribution.version != pins[name]:
-            raise SourceError(f"package {name}: installed {distribution.version}, pinned {pins[name]}; "
-                              "reinstall the pinned version so src_id names the real content")
+        version = distribution.version
         for entry in sorted(distribution.files or [], key=str):
             if entry.suffix != ".py":
                 continue
@@ -149,8 +147,22 @@ def site_package_files(packages: tuple[str, ...] = CODE_PACKAGES) -> tuple[CodeF
             except (OSError, UnicodeDecodeError):
                 continue
             if len(text) >= MIN_CODE_FILE_CHARS:
-                files.append(CodeFile(f"{name}=={pins[name]}", str(entry), "python", text))
+                files.append(CodeFile(f"{name}=={version}", str(entry), "python", text))
     return tuple(files)
+
+
+def pin_mismatches(packages: tuple[str, ...] = CODE_PACKAGES) -> dict[str, str]:
+    """``{package: "installed X, pinned Y"}`` for code-corpus packages whose installation differs from the pin."""
+    mismatches = {}
+    for name, pinned in pinned_packages():
+        if name in packages:
+            try:
+                installed = importlib.metadata.version(name)
+            except importlib.metadata.PackageNotFoundError:
+                continue
+            if installed != pinned:
+                mismatches[name] = f"installed {installed}, pinned {pinned}"
+    return mismatches
 
 
 HUMANEVAL_X_LANGUAGES = ("cpp", "go", "java", "js", "python", "rust")
