@@ -113,7 +113,8 @@ async def _stream_once(session, adapter, body, timeout, state, chunk_ns, chunk_t
     got_response = False
     error_kind = error = None
     try:
-        async with session.post(adapter.generate_url, data=body, headers=_JSON_HEADERS, timeout=timeout) as response:
+        headers = {**_JSON_HEADERS, **getattr(adapter, "extra_headers", {})}
+        async with session.post(adapter.generate_url, data=body, headers=headers, timeout=timeout) as response:
             got_response = True
             if response.status != 200:
                 text = (await response.text(errors="replace"))[:300]

@@ -21,6 +21,10 @@ from speedbench.records import EngineSpecStats
 class LlamaCppAdapter(EngineAdapter):
     name = "llamacpp"
     metrics_path = "/metrics"
+    # llama-server closes the connection after every streamed response without saying so; a
+    # pooled connection reused afterwards fails ("Can not write request body"). Asking for
+    # Connection: close makes the client open a fresh connection per request instead.
+    extra_headers = {"Connection": "close"}
 
     def build_payload(self, prompt_ids: list[int]) -> dict[str, Any]:
         s = self.sampling
