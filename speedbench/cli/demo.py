@@ -230,6 +230,10 @@ def run(args: argparse.Namespace) -> int:
     except DemoError as error:
         print(f"speedbench demo: {error}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print(f"\nspeedbench demo interrupted; the servers are stopped, partial runs are in {args.out / 'runs'}",
+              file=sys.stderr)
+        return 130
     total = time.perf_counter() - started
     (args.out / "demo.json").write_text(json.dumps({
         "stages_s": timings, "total_s": round(total, 1), "argv": sys.argv, "runs": [str(p) for p in run_dirs],

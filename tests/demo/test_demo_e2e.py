@@ -52,14 +52,9 @@ def test_demo_small_path(tmp_path, models_dir, parents_writer, monkeypatch, caps
         measured = [r for r in records if not r["warmup"]]
         config = "lite_qualitative" if run.startswith("qualitative") else "lite_throughput_1k"
         assert len(measured) == 2 * turns[config]  # two concurrency points
-        # llama.cpp's server drops a kept-alive connection after a streamed response; the client
-        # retries once, which can meet a second stale pooled connection at concurrency > 1. Such
-        # requests are recorded as connection errors (never reached the server); anything else fails.
-        stale = [r for r in measured if r["error_kind"] == "connection" and not r["chunk_ns"]]
-        bad = [(r["record_key"], r["error"], r["output_tokens"]) for r in measured if r not in stale
-               and (r["error"] is not None or not 1 <= r["output_tokens"] <= 8)]
+        bad = [(r["record_key"], r["error"], r["output_tokens"]) for r in measured
+               if r["error"] is not None or not 1 <= r["output_tokens"] <= 8]
         assert bad == [], run
-        assert len(stale) <= len(measured) // 4, run
         engine = json.loads((out / "runs" / run / "engine.json").read_text())
         assert engine["speculation"] == ("none" if run.endswith("baseline") else "draft")
     report = json.loads((out / "report.json").read_text())
