@@ -66,8 +66,9 @@ def acceptance_by_category(data: ReportData) -> Figure | None:
     ax.set_xticks(range(len(categories)), categories, rotation=30, ha="right")
     ax.set_ylabel("acceptance length (tokens / step)")
     ax.axhline(1.0, color="grey", linewidth=0.8, linestyle=":")
+    ax.set_ylim(0, ax.get_ylim()[1] * 1.25)  # room for the legend above the bars
     ax.set_title("Acceptance length per category, 95% bootstrap CI")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", ncols=min(3, len(runs)))
     return _png(fig), ("Step-weighted acceptance length (AL = 1 + accepted / steps) per category, with 95% "
                        "bootstrap intervals over requests; each run at its lowest concurrency.")
 
@@ -115,10 +116,11 @@ def pareto_curves(data: ReportData) -> Figure | None:
                             textcoords="offset points", xytext=(4, 4), fontsize=7, color=color)
         ax.set_xlabel("user TPS (tokens/s per request, mean)")
         ax.set_ylabel("output TPS (tokens/s, all requests)")
-        ax.set_title(f"{bucket} (ISL {mine[0]['isl_bucket']})")
+        isl = mine[0]["isl_bucket"]
+        ax.set_title(bucket if isl == bucket else f"{bucket} (ISL {isl})")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-    fig.suptitle("Throughput vs user TPS across concurrency (c = requested batch size)")
+    fig.suptitle("Output TPS vs user TPS (c = concurrency)")
     return _png(fig), ("Each point is one concurrency level; up and to the right is better. Solid: speculative "
                        "decoding, dashed: baseline.")
 
