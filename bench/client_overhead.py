@@ -1,0 +1,250 @@
+"""How much does the measurement client itself distort what it measures, at high concurrency?
+
+A local streaming server (the vLLM-format stand-in, one process, uvloop) answers every request
+with a fixed TTFT and a fixed per-step delay, one token per chunk, and stamps each chunk's send
+time on the shared monotonic clock. At concurrency 64, 256 and 1024 (step delay scaled so the
+total chunk rate stays within what this machine can serve) we run `speedbench run` with 1 and 2
+worker processes and report:
+
+- the client's added delay per chunk: receive time minus the server's send stamp (p50, p99);
+- its reported TTFT and step latency (p50) against the true values from the server's stamps
+  (first send - arrival; gaps between sends);
+- achieved concurrency (Little's law) against the requested one;
+- whether the server kept up (its own lateness against its schedule, p99).
+
+Then `aiperf` (PyPI, installed in its own virtual environment because its pins conflict with
+this project's; set AIPERF=/path/to/aiperf or put it at /tmp/aiperf-venv/bin/aiperf) runs
+against the same server and settings, and both are printed side by side.
+
+    .venv/bin/python bench/client_overhead.py            # about 2-4 minutes on 2 cores
+    .venv/bin/python bench/client_overhead.py --quick    # 64 and 256 only
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+MODELS = Path(os.environ.get("SPEEDBENCH_MODELS", REPO.parent / "shared" / "models" / "stories260K"))
+CHUNKS_PER_REQUEST = 12
+TTFT_S = 0.05
+CHUNK_RATE = 1000.0  # chunks/s the server is asked to produce at every concurrency
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class Server:
+    def __init__(self, step_s: float):
+        self.port = free_port()
+        self.step_s = step_s
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "speedbench.client.testing.standin", "--engine", "vllm", "--port", str(self.port),
+             "--rates", "0", "--ttft", str(TTFT_S), "--step", str(step_s), "--stamp"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        line = self.process.stdout.readline()
+        if "listening" not in line:
+            raise RuntimeError(f"stand-in did not start: {line!r}")
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def log(self) -> dict:
+        with urllib.request.urlopen(self.url + "/standin/log", timeout=60) as response:
+            return json.loads(response.read())
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait()
+
+
+def server_truth(log: dict, ids, step_s: float):
+    """True TTFT (first send - arrival), step gaps, and the server's lateness against its own
+    schedule (arrival + TTFT + i * step): a late server means the point is not a fair test."""
+    ttft, steps, lateness = [], [], []
+    for rid, sends in log["send_ns"].items():
+        if rid not in ids:
+            continue
+        arrival = log["arrival_ns"][rid]
+        ttft.append((sends[0] - arrival) / 1e9)
+        steps.extend(np.diff(sends) / 1e9)
+        planned = arrival / 1e9 + TTFT_S + step_s * np.arange(len(sends))
+        lateness.extend(np.array(sends) / 1e9 - planned)
+    return np.array(ttft), np.array(steps), 1000 * float(np.percentile(lateness, 99))
+
+
+def run_ours(url: str, concurrency: int, workers: int, requests: int, dataset: Path, out: Path, server: Server):
+    from speedbench.client.engines.base import SamplingOptions
+    from speedbench.client.runner import RunOptions, execute_run
+    from speedbench.records import read_records
+
+    log_before = set(server.log()["send_ns"])
+    options = RunOptions(engine="vllm", url=url, tokenizer=str(MODELS), dataset=str(dataset), config="tiny",
+                         out=str(out), limit=requests, concurrency=[concurrency], workers=workers,
+                         sampling=SamplingOptions(max_tokens=CHUNKS_PER_REQUEST, ignore_eos=True),
+                         num_resamples=0, progress=False, max_errors=0)
+    results = execute_run(options, log=lambda *a: None)
+    point = results["points"][0]
+    log = server.log()
+    records = [r for r in read_records(out / "records.jsonl") if not r.warmup]
+    delays = []
+    for record in records:
+        sends = log["send_ns"][record.response_id]
+        if len(sends) != len(record.chunk_ns):
+            raise RuntimeError(f"{record.response_id}: {len(sends)} sends, {len(record.chunk_ns)} chunks")
+        delays.extend((np.array(record.chunk_ns) - np.array(sends)) / 1e9)
+    ids = set(log["send_ns"]) - log_before
+    true_ttft, true_steps, late = server_truth(log, ids, server.step_s)
+    latency = point["latency"]
+    return {
+        "delay_p50_ms": 1000 * float(np.percentile(delays, 50)),
+        "delay_p99_ms": 1000 * float(np.percentile(delays, 99)),
+        "ttft_p50_ms": 1000 * latency["ttft"]["p50"],
+        "true_ttft_p50_ms": 1000 * float(np.percentile(true_ttft, 50)),
+        "step_p50_ms": 1000 * latency["step_latency"]["p50"],
+        "step_mean_ms": 1000 * latency["step_latency"]["mean"],
+        "true_step_p50_ms": 1000 * float(np.percentile(true_steps, 50)),
+        "true_step_mean_ms": 1000 * float(np.mean(true_steps)),
+        "achieved": point["achieved_concurrency"],
+        "server_late_p99_ms": late,
+        "errors": point["num_errors"],
+    }
+
+
+def find_aiperf() -> str | None:
+    for candidate in (os.environ.get("AIPERF"), "/tmp/aiperf-venv/bin/aiperf", shutil.which("aiperf")):
+        if candidate and Path(candidate).exists():
+            return candidate
+    return None
+
+
+def run_aiperf(aiperf: str, url: str, concurrency: int, requests: int, workdir: Path, server: Server):
+    """aiperf against the same server: same concurrency, requests, output length, streaming."""
+    before = set(server.log()["send_ns"])
+    artifacts = workdir / f"aiperf_c{concurrency}"
+    command = [aiperf, "profile", "--model", "standin/model", "--url", url, "--endpoint-type", "completions",
+               "--streaming", "--concurrency", str(concurrency), "--request-count", str(requests),
+               "--warmup-request-count", "0", "--synthetic-input-tokens-mean", "16",
+               "--synthetic-input-tokens-stddev", "0", "--output-tokens-mean", str(CHUNKS_PER_REQUEST),
+               "--output-tokens-stddev", "0", "--extra-inputs", "ignore_eos:true",
+               "--extra-inputs", f"max_tokens:{CHUNKS_PER_REQUEST}", "--tokenizer", str(MODELS),
+               "--artifact-dir", str(artifacts), "--ui-type", "none"]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    started = time.time()
+    completed = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+    if completed.returncode != 0:
+        tail = (completed.stderr or completed.stdout)[-1500:]
+        return {"error": f"aiperf exited {completed.returncode}: {tail}"}
+    found = list(artifacts.rglob("profile_export_aiperf.json"))
+    if not found:
+        return {"error": f"aiperf wrote no profile_export_aiperf.json under {artifacts}"}
+    data = json.loads(found[0].read_text())
+    metrics = data.get("records", data)
+
+    def metric(name: str, stat: str):
+        value = metrics.get(name)
+        if isinstance(value, dict):
+            value = value.get(stat)
+        return value
+
+    log = server.log()
+    ids = set(log["send_ns"]) - before
+    if not ids:
+        return {"error": "aiperf sent no request that reached the server"}
+    true_ttft, true_steps, late = server_truth(log, ids, server.step_s)
+    throughput = metric("request_throughput", "avg")
+    latency_avg = metric("request_latency", "avg")
+    achieved = (throughput * latency_avg / 1000.0) if throughput and latency_avg else None
+    return {
+        "ttft_p50_ms": metric("time_to_first_token", "p50") or metric("ttft", "p50"),
+        "true_ttft_p50_ms": 1000 * float(np.percentile(true_ttft, 50)) if len(true_ttft) else None,
+        "itl_p50_ms": metric("inter_token_latency", "p50"),
+        "itl_mean_ms": metric("inter_token_latency", "avg"),
+        "true_step_p50_ms": 1000 * float(np.percentile(true_steps, 50)) if len(true_steps) else None,
+        "true_step_mean_ms": 1000 * float(np.mean(true_steps)) if len(true_steps) else None,
+        "achieved": achieved,
+        "server_late_p99_ms": late,
+        "wall_s": time.time() - started,
+    }
+
+
+def fmt(value, spec=".2f") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="concurrency 64 and 256 only")
+    parser.add_argument("--no-aiperf", action="store_true")
+    args = parser.parse_args()
+    from speedbench.client.testing.fixtures import write_dataset
+    from speedbench.schema import DatasetRow
+
+    levels = [64, 256] if args.quick else [64, 256, 1024]
+    aiperf = None if args.no_aiperf else find_aiperf()
+    workdir = Path(tempfile.mkdtemp(prefix="client_overhead_"))
+    rows = [DatasetRow(category="bench", sub_category="x", turns=[f"Once upon a time {i}"], source="bench",
+                       src_id=str(i)) for i in range(2 * max(levels))]
+    dataset = write_dataset(workdir / "dataset", rows)
+    print(f"client overhead: {CHUNKS_PER_REQUEST} chunks/request, TTFT {1000 * TTFT_S:.0f} ms, step delay "
+          f"= concurrency / {CHUNK_RATE:.0f} chunks/s, 2 x concurrency requests per point, "
+          f"{os.cpu_count()} CPUs (shared by server and client)")
+    rows_out = []
+    for concurrency in levels:
+        step_s = concurrency / CHUNK_RATE
+        requests = 2 * concurrency
+        for workers in (1, 2):
+            server = Server(step_s)
+            try:
+                ours = run_ours(server.url, concurrency, workers, requests, dataset,
+                                workdir / f"ours_c{concurrency}_w{workers}", server)
+            finally:
+                server.stop()
+            rows_out.append(("speedbench", concurrency, workers, step_s, ours))
+        if aiperf:
+            server = Server(step_s)
+            try:
+                theirs = run_aiperf(aiperf, server.url, concurrency, requests, workdir, server)
+            finally:
+                server.stop()
+            rows_out.append(("aiperf", concurrency, 1, step_s, theirs))
+    header = (f"{'client':<10} {'conc':>5} {'wrk':>3} {'step ms':>7} {'achieved':>9} {'delay p50/p99 ms':>17} "
+              f"{'TTFT p50 (true)':>17} {'step p50 (true)':>17} {'step mean (true)':>17} {'mean err':>8} "
+              f"{'server late p99':>15}")
+    print(header)
+    for name, concurrency, workers, step_s, r in rows_out:
+        if "error" in r:
+            print(f"{name:<10} {concurrency:>5} {workers:>3} {1000 * step_s:>7.1f}  {r['error']}")
+            continue
+        step = r.get("step_p50_ms", r.get("itl_p50_ms"))
+        mean = r.get("step_mean_ms", r.get("itl_mean_ms"))
+        delay = f"{fmt(r.get('delay_p50_ms'))}/{fmt(r.get('delay_p99_ms'))}" if "delay_p50_ms" in r else "n/a"
+        error_pct = (100 * (mean - r["true_step_mean_ms"]) / r["true_step_mean_ms"]
+                     if mean is not None and r.get("true_step_mean_ms") else None)
+        print(f"{name:<10} {concurrency:>5} {workers:>3} {1000 * step_s:>7.1f} {fmt(r['achieved'], '.1f'):>9} "
+              f"{delay:>17} {fmt(r['ttft_p50_ms']) + ' (' + fmt(r['true_ttft_p50_ms']) + ')':>17} "
+              f"{fmt(step) + ' (' + fmt(r['true_step_p50_ms']) + ')':>17} "
+              f"{fmt(mean) + ' (' + fmt(r['true_step_mean_ms']) + ')':>17} {fmt(error_pct, '+.1f') + '%':>8} "
+              f"{fmt(r.get('server_late_p99_ms'), '.1f') + ' ms':>15}")
+    if not aiperf and not args.no_aiperf:
+        print("aiperf: not found (pip install aiperf into its own venv and set AIPERF=/path/to/aiperf)")
+    print("delay = client receive time - server send stamp per chunk; true values from the server's stamps; "
+          "err = reported mean step latency vs true mean; achieved/requested concurrency by Little's law")
+    shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
