@@ -231,12 +231,14 @@ def test_speedbench_submit_against_python_space_app(tmp_path, seeded_db_template
     process = subprocess.Popen([sys.executable, str(SPACE_DIR / "app.py")], env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)
     try:
+        output = []
         for line in process.stdout:  # blocks until the server says where it listens
+            output.append(line)
             if "Running on local URL" in line:
                 assert f"http://127.0.0.1:{port}" in line
                 break
         else:
-            pytest.fail("space/app.py exited before serving")
+            pytest.fail("space/app.py exited before serving:\n" + "".join(output[-30:]))
         url = f"http://127.0.0.1:{port}"
         sd, baselines = make_entry_runs(SimulatedEngine(engine="vllm", rates=(0.75, 0.6, 0.5)), seed=500)
         args = [str(d) for d in sd] + ["--baseline", str(baselines[0]), "--space", url, "--drafter", "EAGLE3-test",
