@@ -120,37 +120,49 @@ async def _stream_once(session, adapter, body, timeout, state, chunk_ns, chunk_t
                 text = (await response.text(errors="replace"))[:300]
                 raise StreamError(_status_kind(response.status), f"HTTP {response.status}: {text}")
             content = response.content
-            while True:
-                line = await content.readline()
-                now = time.perf_counter_ns()
-                if not line:
-                    break
-                line = line.strip()
-                if not line or line[:1] == b":":
-                    continue  # keep-alive blank line or SSE comment
-                if line[:5] != b"data:":
-                    if line.split(b":", 1)[0] in (b"event", b"id", b"retry"):
-                        continue
-                    raise StreamError("malformed", f"not an SSE data line: {line[:200]!r}")
-                data = line[5:].strip()
-                if data == b"[DONE]":
-                    done = True
-                    break
-                try:
-                    event = _loads(data)
-                except ValueError as decode_error:
-                    raise StreamError("malformed", f"invalid JSON in SSE event: {data[:200]!r} ({decode_error})")
-                if not isinstance(event, dict):
-                    raise StreamError("malformed", f"SSE event is not a JSON object: {data[:200]!r}")
-                new_tokens, step_key = adapter.parse_event(event, state)
-                if new_tokens <= 0:
-                    continue
-                if step_key is not None and step_key == last_key and chunk_tokens:
-                    chunk_tokens[-1] += new_tokens  # same verification step: stamped at its first event
+            # One read per SSE event (events end with a blank line); the separator follows the
+            # server's line endings, seen on the first line.
+            first = await content.readline()
+            separator = b"\r\n\r\n" if first.endswith(b"\r\n") else b"\n\n"
+            pending = first
+            while not done:
+                if pending is None:
+                    try:
+                        block = await content.readuntil(separator)
+                    except asyncio.IncompleteReadError as partial:
+                        block = partial.partial
                 else:
-                    chunk_ns.append(now)
-                    chunk_tokens.append(new_tokens)
-                last_key = step_key
+                    block, pending = pending, None
+                now = time.perf_counter_ns()
+                if not block:
+                    break
+                for line in block.splitlines():
+                    line = line.strip()
+                    if not line or line[:1] == b":":
+                        continue  # keep-alive blank line or SSE comment
+                    if line[:5] != b"data:":
+                        if line.split(b":", 1)[0] in (b"event", b"id", b"retry"):
+                            continue
+                        raise StreamError("malformed", f"not an SSE data line: {line[:200]!r}")
+                    data = line[5:].strip()
+                    if data == b"[DONE]":
+                        done = True
+                        break
+                    try:
+                        event = _loads(data)
+                    except ValueError as decode_error:
+                        raise StreamError("malformed", f"invalid JSON in SSE event: {data[:200]!r} ({decode_error})")
+                    if not isinstance(event, dict):
+                        raise StreamError("malformed", f"SSE event is not a JSON object: {data[:200]!r}")
+                    new_tokens, step_key = adapter.parse_event(event, state)
+                    if new_tokens <= 0:
+                        continue
+                    if step_key is not None and step_key == last_key and chunk_tokens:
+                        chunk_tokens[-1] += new_tokens  # same verification step: stamped at its first event
+                    else:
+                        chunk_ns.append(now)
+                        chunk_tokens.append(new_tokens)
+                    last_key = step_key
             if not done and adapter.stream_ends_with_done:
                 raise StreamError("connection", "stream ended before [DONE] (connection closed mid-stream)")
     except StreamError as failure:

@@ -118,7 +118,11 @@ class TurnRecord:
         return self.error is None
 
     def to_dict(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
+        # Shallow on purpose: dataclasses.asdict deep-copies every chunk list, which costs
+        # milliseconds per long record at the rate records are written.
+        data = {f.name: getattr(self, f.name) for f in _TURN_FIELDS}
+        if self.engine_stats is not None:
+            data["engine_stats"] = dataclasses.asdict(self.engine_stats)
         return data
 
     @classmethod
@@ -136,6 +140,9 @@ class TurnRecord:
     @property
     def e2e_s(self) -> float:
         return (self.end_ns - self.scheduled_ns) / 1e9
+
+
+_TURN_FIELDS = dataclasses.fields(TurnRecord)
 
 
 @dataclass
