@@ -1,7 +1,6 @@
 """``speedbench submit``: pack RUN_DIRs into a bundle and submit it to the leaderboard Space."""
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import tempfile
