@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import shutil
-import sys
 import warnings
 from pathlib import Path
 
@@ -14,7 +13,6 @@ from speedbench.leaderboard.store import LeaderboardStore
 from speedbench.leaderboard.synthetic import SimulatedEngine, make_dataset, make_run
 from speedbench.leaderboard.validate import submit_bundle
 
-SPACE_DIR = Path(__file__).resolve().parents[2] / "space"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "space"
 
 warnings.filterwarnings("ignore", message=".*Pandas4Warning.*")
@@ -24,12 +22,6 @@ try:  # pandas 3 announces pandas 4 changes through gradio; they are not ours to
     warnings.filterwarnings("ignore", category=Pandas4Warning)
 except ImportError:  # pragma: no cover
     pass
-
-
-def space_import_path() -> None:
-    """Make ``space/`` importable (its ``sbspace`` modules and ``app``) for the tests that need it."""
-    if str(SPACE_DIR) not in sys.path:
-        sys.path.insert(0, str(SPACE_DIR))
 
 
 METADATA = {
