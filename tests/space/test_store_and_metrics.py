@@ -53,6 +53,18 @@ def test_rebuild_recomputes_every_entry_from_its_raw_bundle(seeded_db, known_bui
     store.close()
 
 
+def test_rebuild_command(seeded_db, known_builds_dir, monkeypatch, capsys):
+    from speedbench.leaderboard.__main__ import main
+
+    monkeypatch.setenv("SPEEDBENCH_KNOWN_BUILDS", str(known_builds_dir))
+    with sqlite3.connect(seeded_db) as conn:
+        conn.execute("UPDATE submissions SET metrics_json = '{}' WHERE metadata_json LIKE '%ngram%'")
+    assert main(["rebuild", "--db", str(seeded_db)]) == 0
+    assert "3 entries, 1 recomputed" in capsys.readouterr().out
+    assert main(["list", "--db", str(seeded_db)]) == 0
+    assert capsys.readouterr().out.count("AL ") == 3
+
+
 def _independent_al(records) -> tuple[float, dict[str, float]]:
     """Step-weighted AL from raw chunks: drop a lone first (prefill) token and the last chunk."""
     tokens, steps = defaultdict(int), defaultdict(int)
