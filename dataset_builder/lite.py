@@ -119,6 +119,10 @@ def card_section(name: str, stats: dict) -> str:
              if stats["parent"]["origin"] == "dataset folder" else
              "sampled from a `{p}` build made in the same run with that run's options (the parent itself "
              "is not written; its options and statistics are in `manifest.json`)").format(p=parent)
+    if stats["parent"]["origin"] != "dataset folder":
+        used = stats["parent"].get("parent_options", {})
+        keys = ("per_category", "pool_cap", "selector") if parent == "qualitative" else ("per_tier",)
+        where += " (parent options: " + ", ".join(f"`{k}={used.get(k)}`" for k in keys) + ")"
     lines = [f"### `{name}` (SPEED-Lite): {n} prompts per stratum of `{parent}`", "",
              f"A small deterministic subset for quick checks and `make demo`, {where}. Within each "
              f"`category` the rows are ordered by `sha256(\"{stats['seed']}:<question_id>\")` and the first {n} "

@@ -2,8 +2,11 @@
 
 What it runs (defaults; ``make demo`` uses them):
 
-1. ``lite_qualitative`` (8 prompts per category) and ``lite_throughput_1k`` (16 per entropy
-   tier) are built into ``./speed-bench`` (kept and reused when already there); the throughput
+1. ``lite_qualitative`` (8 prompts per category, prompts up to 600 o200k tokens) and
+   ``lite_throughput_1k`` (16 per entropy tier) are built into ``./speed-bench`` (kept and reused
+   when already there). They are sampled from the full ``qualitative`` / ``throughput_1k``
+   configs when the folder has them; otherwise from small parents built on the spot (qualitative:
+   48 candidates per category embedded, 24 chosen by greedy+swap; throughput: 16 per tier). The throughput
    prompts are then re-fitted with ``speedbench fit-isl`` to exactly 1,000 tokens of the tiny
    model's tokenizer (a copy under ``demo-output/``), since the 1,000 o200k tokens of
    ``throughput_1k`` are about 2,500 tokens of its 512-token vocabulary and prefill on one CPU
@@ -57,8 +60,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", type=Path, default=Path("demo-output"), help="where runs and the report go")
     parser.add_argument("--per-category", type=int, default=8, help="lite_qualitative: prompts per category")
     parser.add_argument("--per-tier", type=int, default=16, help="lite_throughput_1k: prompts per entropy tier")
-    parser.add_argument("--pool-cap", type=int, default=100,
-                        help="qualitative parent build: candidates embedded per category (keeps the build short)")
+    parser.add_argument("--pool-cap", type=int, default=48,
+                        help="qualitative parent build (when the folder has no qualitative config): candidates "
+                             "embedded per category, a seeded sample (keeps the build short on a CPU)")
+    parser.add_argument("--parent-per-category", type=int, default=24,
+                        help="qualitative parent build: prompts chosen per category by greedy+swap from the pool")
     parser.add_argument("--max-prompt-tokens", type=int, default=600,
                         help="lite_qualitative: leave out prompts longer than this many o200k tokens (all turns)")
     parser.add_argument("--qualitative-concurrency", type=_ints, default=[1, 4])
@@ -105,8 +111,11 @@ def build_lite(args, sources: Path) -> None:
         print(f"   {QUALITATIVE} and {THROUGHPUT} already in {args.dataset} (pass --rebuild to rebuild)")
         return
     builders = available_configs()
-    options = {"per_tier": args.per_tier, "per_category": 80, "allow_short": True, "selector": "greedy_swap",
-               "embedder": "use", "pool_cap": args.pool_cap, "dedup_threshold": 0.95, "online": False,
+    # The parents are built only when the folder lacks them (a full build is then reused as is);
+    # the Spec-Bench diversity comparison is capped too, since every compared prompt is embedded.
+    options = {"per_tier": args.per_tier, "per_category": args.parent_per_category, "allow_short": True,
+               "selector": "greedy_swap", "embedder": "use", "pool_cap": args.pool_cap, "dedup_threshold": 0.95,
+               "online": False, "specbench_compare_cap": 8,
                "lite_per_category": args.per_category, "lite_per_tier": args.per_tier}
     built = []
     for name in wanted:
