@@ -37,9 +37,9 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 MODELS = Path(os.environ.get("SPEEDBENCH_MODELS", REPO.parent / "shared" / "models" / "stories260K"))
-CHUNKS_PER_REQUEST = 12
+CHUNKS_PER_REQUEST = 10
 TTFT_S = 0.05
-CHUNK_RATE = 1000.0  # chunks/s the server is asked to produce at every concurrency
+CHUNK_RATE = 600.0  # chunks/s the server is asked to produce at every concurrency
 
 
 def free_port() -> int:
@@ -99,8 +99,10 @@ def run_ours(url: str, concurrency: int, workers: int, requests: int, dataset: P
     point = results["points"][0]
     log = server.log()
     records = [r for r in read_records(out / "records.jsonl") if not r.warmup]
-    delays = []
+    delays, send_lag, accept_lag = [], [], []
     for record in records:
+        send_lag.append((record.send_ns - record.scheduled_ns) / 1e9)
+        accept_lag.append((log["arrival_ns"][record.response_id] - record.send_ns) / 1e9)
         sends = log["send_ns"][record.response_id]
         if len(sends) != len(record.chunk_ns):
             raise RuntimeError(f"{record.response_id}: {len(sends)} sends, {len(record.chunk_ns)} chunks")
@@ -111,6 +113,9 @@ def run_ours(url: str, concurrency: int, workers: int, requests: int, dataset: P
     return {
         "delay_p50_ms": 1000 * float(np.percentile(delays, 50)),
         "delay_p99_ms": 1000 * float(np.percentile(delays, 99)),
+        "send_lag_p50_ms": 1000 * float(np.percentile(send_lag, 50)),
+        "send_lag_p99_ms": 1000 * float(np.percentile(send_lag, 99)),
+        "accept_lag_p50_ms": 1000 * float(np.percentile(accept_lag, 50)),
         "ttft_p50_ms": 1000 * latency["ttft"]["p50"],
         "true_ttft_p50_ms": 1000 * float(np.percentile(true_ttft, 50)),
         "step_p50_ms": 1000 * latency["step_latency"]["p50"],
@@ -199,12 +204,12 @@ def main() -> int:
                        src_id=str(i)) for i in range(2 * max(levels))]
     dataset = write_dataset(workdir / "dataset", rows)
     print(f"client overhead: {CHUNKS_PER_REQUEST} chunks/request, TTFT {1000 * TTFT_S:.0f} ms, step delay "
-          f"= concurrency / {CHUNK_RATE:.0f} chunks/s, 2 x concurrency requests per point, "
+          f"= concurrency / {CHUNK_RATE:.0f} chunks/s, 1.5 x concurrency requests per point, "
           f"{os.cpu_count()} CPUs (shared by server and client)")
     rows_out = []
     for concurrency in levels:
         step_s = concurrency / CHUNK_RATE
-        requests = 2 * concurrency
+        requests = concurrency + concurrency // 2
         for workers in (1, 2):
             server = Server(step_s)
             try:
@@ -240,6 +245,10 @@ def main() -> int:
               f"{fmt(r.get('server_late_p99_ms'), '.1f') + ' ms':>15}")
     if not aiperf and not args.no_aiperf:
         print("aiperf: not found (pip install aiperf into its own venv and set AIPERF=/path/to/aiperf)")
+    for name, concurrency, workers, step_s, r in rows_out:
+        if "send_lag_p50_ms" in r:
+            print(f"  {name} c{concurrency} w{workers}: scheduled->sent p50/p99 {fmt(r['send_lag_p50_ms'])}/"
+                  f"{fmt(r['send_lag_p99_ms'])} ms, sent->server arrival p50 {fmt(r['accept_lag_p50_ms'])} ms")
     print("delay = client receive time - server send stamp per chunk; true values from the server's stamps; "
           "err = reported mean step latency vs true mean; achieved/requested concurrency by Little's law")
     shutil.rmtree(workdir, ignore_errors=True)

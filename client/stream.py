@@ -163,6 +163,10 @@ async def _stream_once(session, adapter, body, timeout, state, chunk_ns, chunk_t
                         chunk_ns.append(now)
                         chunk_tokens.append(new_tokens)
                     last_key = step_key
+            if done and not content.at_eof():
+                # Read the (empty) rest of the body so the connection goes back to the pool
+                # instead of being closed: a new TCP connect per request would queue at the server.
+                await content.read()
             if not done and adapter.stream_ends_with_done:
                 raise StreamError("connection", "stream ended before [DONE] (connection closed mid-stream)")
     except StreamError as failure:
