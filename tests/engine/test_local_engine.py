@@ -130,3 +130,31 @@ def test_speedbench_serve_stops_on_ctrl_c(models_dir):
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def test_server_exits_when_its_parent_is_killed(models_dir, tmp_path):
+    """SIGKILL leaves no chance to clean up: the server must notice stdin closing and exit."""
+    import select
+
+    script = tmp_path / "parent.py"
+    script.write_text(
+        "import sys, threading\n"
+        "from speedbench.engine import EngineConfig, LocalEngine\n"
+        "engine = LocalEngine(EngineConfig(speculation='none', n_parallel=1)).start()\n"
+        "print(engine.pid, engine.url, flush=True)\n"
+        "threading.Event().wait()\n")
+    parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    try:
+        server_pid, url = parent.stdout.readline().split()
+        server_pid = int(server_pid)
+        pidfd = os.pidfd_open(server_pid)
+        assert json.loads(urllib.request.urlopen(f"{url}/health", timeout=10).read()) == {"status": "ok"}
+        parent.kill()
+        parent.wait(timeout=30)
+        ready, _, _ = select.select([pidfd], [], [], 30)  # readable once the process has exited
+        os.close(pidfd)
+        assert ready, "server still running 30 s after its parent was killed"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
