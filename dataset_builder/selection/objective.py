@@ -6,7 +6,7 @@ import numpy as np
 
 def pairwise_similarity_sum(embeddings: np.ndarray, subset) -> float:
     """f(S) = sum_{i<j in S} x_i . x_j, computed directly (O(k^2 d))."""
-    x = np.asarray(embeddings, dtype=np.float64)[np.asarray(subset, dtype=np.int64)]
+    x = np.asarray(np.asarray(embeddings)[np.asarray(subset, dtype=np.int64)], dtype=np.float64)
     gram = x @ x.T
     return float((gram.sum() - np.trace(gram)) / 2.0)
 
@@ -20,5 +20,5 @@ def mean_pairwise_similarity(embeddings: np.ndarray, subset) -> float:
 
 
 def similarity_matrix(embeddings: np.ndarray, subset) -> np.ndarray:
-    x = np.asarray(embeddings, dtype=np.float64)[np.asarray(subset, dtype=np.int64)]
+    x = np.asarray(np.asarray(embeddings)[np.asarray(subset, dtype=np.int64)], dtype=np.float64)
     return x @ x.T
