@@ -47,13 +47,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "~/.cache/speedbench/embeddings")
     parser.add_argument("--pool-cap", type=int, default=600,
                         help="qualitative: at most this many candidates per category are embedded "
-                             "(a seeded uniform sample; 0 = no cap)")
+                             "(a seeded sample balanced across sources; 0 = no cap)")
     parser.add_argument("--dedup-threshold", type=float, default=0.95,
                         help="qualitative: drop candidates whose cosine similarity to an earlier "
                              "one is at least this (FAISS); 1 disables")
     parser.add_argument("--online", action="store_true",
                         help="read the reference sources from the Hugging Face Hub (pinned "
                              "revisions) instead of the mirror where an adapter knows how")
+    parser.add_argument("--hub-revisions", type=Path, default=None, metavar="JSON",
+                        help="with --online: a JSON file {hub_repo_id: commit} pinning the Hub sources "
+                             "(default: the pins in the adapters, else main resolved once and recorded "
+                             "in manifest.json)")
     parser.add_argument("--push", metavar="REPO_ID", default=None,
                         help="after building, upload the folder to this Hub dataset repo")
     parser.add_argument("--private", action="store_true", help="with --push: create the repo private")
@@ -87,6 +91,8 @@ def build_options(args: argparse.Namespace) -> dict:
         "online": args.online,
         "placeholders": getattr(args, "placeholders", False),
     }
+    if args.hub_revisions is not None:
+        options["hub_revisions"] = str(args.hub_revisions)
     if args.embedding_cache is not None:
         options["embedding_cache"] = str(args.embedding_cache)
     return options
