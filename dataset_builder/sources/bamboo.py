@@ -16,13 +16,13 @@ HUB = HubFile(SOURCE, {FILE: "datasets/meetingqa_4k.jsonl", "bamboo/prompt.json"
 
 
 def candidates(files) -> list[DatasetRow]:
-    prompt_path = files.path("bamboo/prompt.json")
+    prompt_path = files.path("bamboo/prompt.json", HUB)
     prompts = read_json(prompt_path)
     try:
         template = prompts["meetingqa"]["final_answer"]
     except (KeyError, TypeError):
         raise SourceError(f"{prompt_path}: no 'meetingqa'.'final_answer' instruction") from None
-    path = files.path(FILE)
+    path = files.path(FILE, HUB)
     rows = []
     for lineno, obj in read_jsonl(path):
         options = "\n".join(field(obj, "options", path, lineno, list))
