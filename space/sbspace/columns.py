@@ -14,8 +14,8 @@ class Column:
 
 
 IDENTITY = [
-    Column("model", "Model", "str", width=290),
-    Column("drafter", "Drafter", "str", width=240),
+    Column("model", "Model", "str", width=330),
+    Column("drafter", "Drafter", "str", width=270),
     Column("sd_method", "Method", "str", width=110),
     Column("engine", "Engine", "str"),
     Column("engine_version", "Version", "str"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -78,9 +79,16 @@ def page(browser, server):
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.goto(server[0])
     page.locator("#board div[role=row]").first.wait_for()
+    wait_idle(page, "board")  # the page's load event refreshes the table once
     yield page
     page.close()
     assert not errors, errors  # no script error, and nothing a submitter wrote ran as script
+
+
+def wait_idle(page, elem_id: str):
+    """Until the component's Gradio status tracker is hidden again (its event has finished)."""
+    playwright_api.expect(page.locator(f"#{elem_id} [data-testid=status-tracker]").first).to_have_class(
+        re.compile(r"\bhide\b"))
 
 
 def board_rows(page):
@@ -110,6 +118,7 @@ def test_filters_and_search_narrow_the_table(page, artifacts_dir):
     pick(page, "f-engine", "sglang")
     expect(board_rows(page)).to_have_count(1)
     expect(board_rows(page).first).to_contain_text("Qwen/Qwen3-Next-80B-A3B")
+    wait_idle(page, "board")
     page.screenshot(path=str(artifacts_dir / "02-filter-engine.png"), full_page=True)
     page.reload()
     expect(board_rows(page)).to_have_count(3)
@@ -123,6 +132,7 @@ def test_filters_and_search_narrow_the_table(page, artifacts_dir):
     page.evaluate("""() => { for (const e of document.querySelectorAll('#board *'))
                                  if (e.scrollWidth > e.clientWidth + 10) e.scrollLeft = e.scrollWidth; }""")
     expect(page.locator("#board")).to_contain_text("Speedup 1k c=4")
+    wait_idle(page, "board")
     page.screenshot(path=str(artifacts_dir / "02b-filter-isl-speedups.png"), full_page=True)
 
 
@@ -144,6 +154,7 @@ def test_valid_bundle_submitted_in_the_ui_appears_in_the_table(page, server, val
     page.get_by_role("tab", name="Browse").click()
     expect(board_rows(page)).to_have_count(4)
     expect(page.locator("#board")).to_contain_text("RTX 4090")
+    wait_idle(page, "board")
     page.screenshot(path=str(artifacts_dir / "04-browse-after-submit.png"), full_page=True)
     assert server[1].count() == 4
 
@@ -195,6 +206,7 @@ def test_compare_two_entries(page, server, artifacts_dir):
     expect(page.locator("#compare-diff")).to_contain_text("coding")
     expect(page.locator("#compare-note")).to_contain_text("paired bootstrap")
     expect(page.locator("#pareto canvas, #pareto svg").first).to_be_visible()
+    wait_idle(page, "pareto")
     page.screenshot(path=str(artifacts_dir / "06-compare.png"), full_page=True)
 
 
