@@ -240,6 +240,8 @@ class StandinServer:
             ids = body.get("prompt")
             max_tokens = int(body.get("max_tokens") or 16)
             ignore_eos = bool(body.get("ignore_eos", False))
+        if isinstance(ids, str) and ids and self.engine != "sglang":
+            ids = list(ids.encode("utf-8"))  # a text prompt (as load generators send): bytes stand in for ids
         if not isinstance(ids, list) or not ids or not all(isinstance(i, int) for i in ids):
             return self._error(400, "prompt must be a non-empty list of token ids")
         if not body.get("stream"):
