@@ -1,6 +1,6 @@
 """High entropy: continue a Gutenberg novel from where a long passage stops.
 
-Passages come from the same per-bucket deal as text sorting (the other half), so the two tiers
+Passages come from the same per-bucket deal as text sorting (one passage in three), so the two tiers
 never share a passage within a bucket.
 """
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 Each book (licence header and footer removed) is encoded once with o200k_base and cut into
 non-overlapping windows of ``passage_tokens(N)`` tokens. Per bucket the windows are shuffled with
-a seeded generator and dealt alternately to the two task types, so no passage appears twice in a
-bucket, not even across the two tiers. Unit id: ``<path>#t<start>-<end>`` (token offsets).
+a seeded generator and dealt two to text sorting, one to book continuation, so no passage appears
+twice in a bucket, not even across the two tiers. Unit id: ``<path>#t<start>-<end>`` (token offsets).
 """
 from __future__ import annotations
 
@@ -52,7 +52,10 @@ def dealt_passages(root: str, n_tokens: int, seed: int) -> tuple[tuple[str, ...]
         for start in range(0, len(tokens) - size + 1, size):
             windows.append(f"{path}#t{start}-{start + size}")
     stable_rng("gutenberg", seed, n_tokens).shuffle(windows)
-    return tuple(windows[0::2]), tuple(windows[1::2])
+    # Two of every three passages go to text sorting: the low tier cannot reuse content, while
+    # the high tier can fall back on dialogues (this matters at 16k/32k, where passages are few).
+    return (tuple(w for i, w in enumerate(windows) if i % 3 != 2),
+            tuple(w for i, w in enumerate(windows) if i % 3 == 2))
 
 
 def passage_size(unit: str) -> int:

@@ -117,7 +117,8 @@ def test_code_rows_name_package_version_and_path(built):
                 name, _, version = package.partition("==")
                 assert importlib.metadata.version(name) == version
                 first_file = row.turns[0].split("\n\n### File: ", 1)[1]
-                assert first_file.startswith(path + "\n")
+                path, _, lines = path.partition("#L")  # a long file is split into line ranges
+                assert first_file.startswith(path + (f" (lines {lines})" if lines else "") + "\n")
     assert seen_pypi
 
 
