@@ -4,7 +4,8 @@ Endpoints (huggingface_hub 2.x): ``POST /api/repos/create``, ``POST /api/validat
 front matter), ``POST /api/{type}s/{repo}/preupload/{rev}``
 (every file answered as a "regular" upload, so no LFS/Xet transfer happens) and
 ``POST /api/{type}s/{repo}/commit/{rev}`` (NDJSON: a header line, then one line per file with its
-base64 content). Received files are decoded and kept in ``repos[repo_id]`` for the test to compare.
+base64 content). For ``--online`` source reads it also serves ``GET /api/datasets/{repo}``
+(the current commit) and ``HEAD``/``GET /datasets/{repo}/resolve/{revision}/{path}``. Received files are decoded and kept in ``repos[repo_id]`` for the test to compare.
 """
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ class HubStandIn:
         self.repos: dict[str, dict[str, bytes]] = {}
         self.created: list[dict] = []
         self.validated: list[dict] = []
+        self.hosted: dict[str, dict] = {}       # repo_id -> {"sha": commit, "files": {path: bytes}} to serve
+        self.downloads: list[tuple[str, str, str]] = []
         self.requests: list[str] = []
         self.unhandled: list[str] = []
         self._loop = asyncio.new_event_loop()
@@ -57,6 +60,30 @@ class HubStandIn:
                 errors.append({"message": f"invalid YAML: {error}"})
         return web.json_response({"errors": errors, "warnings": []}, status=400 if errors else 200)
 
+    async def _dataset_info(self, request: web.Request) -> web.Response:
+        repo_id = f"{request.match_info['org']}/{request.match_info['name']}"
+        if repo_id not in self.hosted:
+            return web.json_response({"error": "Repository not found"}, status=404)
+        return web.json_response({"id": repo_id, "_id": "0" * 24, "sha": self.hosted[repo_id]["sha"],
+                                  "private": False, "siblings": []})
+
+    async def _resolve(self, request: web.Request) -> web.Response:
+        """``/datasets/{repo}/resolve/{revision}/{path}``: HEAD for metadata, GET for the bytes."""
+        import hashlib
+
+        repo_id = f"{request.match_info['org']}/{request.match_info['name']}"
+        hosted = self.hosted.get(repo_id)
+        revision, path = request.match_info["revision"], request.match_info["path"]
+        if hosted is None or revision not in (hosted["sha"], "main") or path not in hosted["files"]:
+            return web.Response(status=404, headers={"X-Error-Code": "EntryNotFound"})
+        data = hosted["files"][path]
+        headers = {"X-Repo-Commit": hosted["sha"], "ETag": f'"{hashlib.sha1(data).hexdigest()}"',
+                   "Content-Length": str(len(data))}
+        self.downloads.append((repo_id, revision, path))
+        if request.method == "HEAD":
+            return web.Response(status=200, headers=headers)
+        return web.Response(body=data, headers=headers)
+
     async def _preupload(self, request: web.Request) -> web.Response:
         body = await request.json()
         files = [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False, "oid": None} for f in body["files"]]
@@ -88,6 +115,8 @@ class HubStandIn:
         app = web.Application(middlewares=[self._log], client_max_size=1 << 28)
         app.router.add_post("/api/repos/create", self._create)
         app.router.add_post("/api/validate-yaml", self._validate_yaml)
+        app.router.add_get("/api/datasets/{org}/{name}", self._dataset_info)
+        app.router.add_route("*", "/datasets/{org}/{name}/resolve/{revision}/{path:.+}", self._resolve)
         app.router.add_post("/api/datasets/{org}/{name}/preupload/{revision}", self._preupload)
         app.router.add_post("/api/datasets/{org}/{name}/commit/{revision}", self._commit)
         self._runner = web.AppRunner(app)

@@ -68,3 +68,31 @@ def test_push_refuses_in_offline_mode(tmp_path):
         pytest.skip("HF_HUB_OFFLINE not set for this session")
     with pytest.raises(RuntimeError, match="HF_HUB_OFFLINE"):
         push_dataset(_folder(tmp_path), "someone/x", token="t")
+
+
+def test_online_sources_are_read_from_the_hub_at_the_pinned_revision(tmp_path, online_hub):
+    """--online: RoleBench at its pinned commit, CoSER at main resolved once; same parser as the mirror."""
+    import json
+
+    from speedbench.dataset_builder.sources import SourceFiles, adapter
+
+    rolebench = adapter("rolebench")
+    pinned = rolebench.HUB.revision
+    line = json.dumps({"role": "Sherlock Holmes", "question": "What do you deduce from my boots?"}) + "\n"
+    online_hub.hosted["ZenMoore/RoleBench"] = {"sha": pinned, "files": {
+        hub_path: line.encode() for hub_path, _, _ in rolebench.FILES.values()}}
+    files = SourceFiles(tmp_path / "no-mirror", online=True)
+    rows = rolebench.candidates(files)
+    assert len(rows) == 3 and rows[0].turns[0].endswith("What do you deduce from my boots?")
+    assert files.resolved_revisions == {"ZenMoore/RoleBench": pinned}
+    assert {(repo, rev) for repo, rev, _ in online_hub.downloads} == {("ZenMoore/RoleBench", pinned)}
+
+    coser = adapter("coser")
+    scene = [{"book": "Pride and Prejudice", "scenario": "A ball at Netherfield.", "major_characters": ["Mr Darcy"],
+              "character_profiles": {}, "dialogues": [
+                  {"character": "Elizabeth Bennet", "message": "[I dislike him.] Do you dance, Mr Darcy?"},
+                  {"character": "Mr Darcy", "message": "Not if I can help it."}]}]
+    online_hub.hosted["Neph0s/CoSER"] = {"sha": "c" * 40, "files": {"test/test_set.json": json.dumps(scene).encode()}}
+    rows = coser.candidates(files)
+    assert rows[0].turns[0].endswith("Elizabeth Bennet: Do you dance, Mr Darcy?")
+    assert files.resolved_revisions["Neph0s/CoSER"] == "c" * 40
