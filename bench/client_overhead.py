@@ -37,7 +37,7 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
 MODELS = Path(os.environ.get("SPEEDBENCH_MODELS", REPO.parent / "shared" / "models" / "stories260K"))
-CHUNKS_PER_REQUEST = 10
+CHUNKS_PER_REQUEST = 8
 TTFT_S = 0.05
 CHUNK_RATE = 600.0  # chunks/s the server is asked to produce at every concurrency
 
@@ -154,7 +154,7 @@ def run_aiperf(aiperf: str, url: str, concurrency: int, requests: int, workdir: 
     artifacts = workdir / f"aiperf_c{concurrency}"
     command = [aiperf, "profile", "--model", "standin/model", "--url", url, "--endpoint-type", "completions",
                "--streaming", "--concurrency", str(concurrency), "--request-count", str(requests),
-               "--warmup-request-count", "0", "--synthetic-input-tokens-mean", "16",
+               "--synthetic-input-tokens-mean", "16",
                "--synthetic-input-tokens-stddev", "0", "--output-tokens-mean", str(CHUNKS_PER_REQUEST),
                "--output-tokens-stddev", "0", "--extra-inputs", "ignore_eos:true",
                "--extra-inputs", f"max_tokens:{CHUNKS_PER_REQUEST}", "--use-server-token-count",
@@ -221,12 +221,12 @@ def main() -> int:
                        src_id=str(i)) for i in range(2 * max(levels))]
     dataset = write_dataset(workdir / "dataset", rows)
     print(f"client overhead: {CHUNKS_PER_REQUEST} chunks/request, TTFT {1000 * TTFT_S:.0f} ms, step delay "
-          f"= concurrency / {CHUNK_RATE:.0f} chunks/s, 1.5 x concurrency requests per point, "
+          f"= concurrency / {CHUNK_RATE:.0f} chunks/s, 2 x concurrency requests per point, "
           f"{os.cpu_count()} CPUs (shared by server and client)")
     rows_out = []
     for concurrency in levels:
         step_s = concurrency / CHUNK_RATE
-        requests = concurrency + concurrency // 2
+        requests = 2 * concurrency  # two full waves: a half-empty last wave would lower achieved concurrency
         for workers in (1, 2):
             server = Server(step_s)
             try:
