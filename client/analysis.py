@@ -182,6 +182,15 @@ def analyse_point(point: str, records: list[TurnRecord], engine: str, url: str, 
             flags.append(f"disagreement: AL from {name} ({value:.4f}) differs from {reference_name} "
                          f"({reference:.4f}) by {100 * difference:.1f}% (> {100 * tolerance:.1f}%)")
     latency = _latency(ok, first.requested_concurrency if first else None)
+    # Little's law over the whole time a request holds its slot (scheduled -> end of stream,
+    # [DONE] included), next to the metrics' figure that ends at the last token chunk.
+    slot_occupancy = None
+    if ok:
+        from speedbench.metrics import achieved_concurrency
+
+        start = min(r.scheduled_ns for r in ok)
+        span = (max(r.end_ns for r in ok) - start) / 1e9
+        slot_occupancy = achieved_concurrency([(r.end_ns - r.scheduled_ns) / 1e9 for r in ok], span)
     errors = Counter(r.error_kind for r in measured if not r.ok)
     primary = "engine" if "engine" in sources else ("chunks" if "chunks" in sources and
                                                      sources["chunks"]["chunks_are_steps"] else
@@ -199,6 +208,7 @@ def analyse_point(point: str, records: list[TurnRecord], engine: str, url: str, 
         "requested_concurrency": first.requested_concurrency if first else None,
         "request_rate": first.request_rate if first else None,
         "achieved_concurrency": latency.achieved_concurrency if latency else None,
+        "achieved_concurrency_full_request": slot_occupancy,
         "num_requests": len(measured),
         "num_errors": sum(errors.values()),
         "errors_by_kind": dict(errors),

@@ -59,6 +59,7 @@ def load_conversations(dataset_dir: str | Path, config: str, limit: int | None =
     import pyarrow.parquet as pq
 
     conversations: list[Conversation] = []
+    seen: set[str] = set()
     for path in config_files(dataset_dir, config):
         table = pq.ParquetFile(path).read()  # (read_table would import pyarrow.dataset: slow)
         missing = {"question_id", "category", "turns"} - set(table.column_names)
@@ -73,17 +74,14 @@ def load_conversations(dataset_dir: str | Path, config: str, limit: int | None =
                 raise WorkloadError(
                     f"{where}: unresolved placeholder row (turns[0] starts with the reference's "
                     f"placeholder sentence); run `speedbench resolve` on the dataset first")
+            if str(row["question_id"]) in seen:
+                raise WorkloadError(f"{where}: question_id appears twice (records are keyed by it)")
+            seen.add(str(row["question_id"]))
             conversations.append(Conversation(
                 question_id=str(row["question_id"]), category=str(row.get("category") or ""),
                 sub_category=str(row.get("sub_category") or ""), turns=list(turns)))
             if limit is not None and len(conversations) >= limit:
                 return conversations
-    seen: set[str] = set()
-    for conversation in conversations:
-        if conversation.question_id in seen:
-            raise WorkloadError(f"{dataset_dir} config {config}: question_id {conversation.question_id!r} "
-                                f"appears twice")
-        seen.add(conversation.question_id)
     return conversations
 
 
