@@ -167,7 +167,6 @@ def context_per_slot(dataset: Path, config: str, models: Path, max_tokens: int) 
 def measure(args, label: str, engine_config, runs: list[tuple[str, Path, str, list[int], int]], models: Path) -> list[Path]:
     """Start one server, run every (name, dataset, config, concurrency, max_tokens) against it."""
     from speedbench.client.engines.base import SamplingOptions
-    from speedbench.client.reporting import format_summary
     from speedbench.client.runner import RunOptions, execute_run
     from speedbench.engine import LocalEngine
 
@@ -191,7 +190,13 @@ def measure(args, label: str, engine_config, runs: list[tuple[str, Path, str, li
                 num_resamples=200, progress=not args.no_progress)
             print(f"   {config} at concurrency {','.join(map(str, concurrency))}, max {max_tokens} tokens -> {run_dir}")
             results = execute_run(options, log=lambda *a, **k: None)
-            print("   " + format_summary(results).split("\n", 1)[0])
+            for point in results["points"]:
+                source = point.get("primary_acceptance_source")
+                al = ((point.get("acceptance") or {}).get(source) or {}).get("acceptance_length")
+                tps = (point.get("latency") or {}).get("output_tps")
+                print(f"     {point['run_point']}: {point['num_requests']} requests, {point['num_errors']} errors, "
+                      f"output {tps or 0:.0f} tokens/s" + (f", AL {al:.2f}" if al and engine_config.speculation != "none"
+                                                           else ""))
             out_dirs.append(run_dir)
     return out_dirs
 

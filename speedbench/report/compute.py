@@ -176,7 +176,8 @@ def _acceptance_rows(run: LoadedRun, point: dict) -> tuple[list[dict], list[dict
             rate_cis = s.get("conditional_acceptance_rate_ci") or [None] * len(rates)
             marginals = s.get("marginal_acceptance_rate") or [None] * len(rates)
             for position, (rate, rci, marginal) in enumerate(zip(rates, rate_cis, marginals), start=1):
-                positions.append({"run": run.run_id, "label": run.label, "point": name, "category": category,
+                positions.append({"run": run.run_id, "label": run.label, "dataset_config": run.dataset_config,
+                                  "point": name, "category": category,
                                   "source": position_source, "position": position, "conditional_acceptance_rate": rate,
                                   "ci_low": rci[0] if rci else None, "ci_high": rci[1] if rci else None,
                                   "marginal_acceptance_rate": marginal})

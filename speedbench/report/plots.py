@@ -29,6 +29,14 @@ def _png(fig) -> bytes:
     return buffer.getvalue()
 
 
+def _concurrency_axis(ax, values) -> None:
+    """Log2 axis labelled with the concurrency values themselves (1, 2, 4, ...), not powers."""
+    ax.set_xscale("log", base=2)
+    ticks = sorted({int(v) for v in values})
+    ax.set_xticks(ticks, [str(t) for t in ticks])
+    ax.minorticks_off()
+
+
 def _lowest_point_per_run(rows: list[dict]) -> dict[str, str]:
     """For each run, the point with the lowest concurrency (acceptance does not depend on load)."""
     best: dict[str, tuple] = {}
@@ -46,9 +54,10 @@ def acceptance_by_category(data: ReportData) -> Figure | None:
         return None
     runs = list(dict.fromkeys(r["run"] for r in rows))
     categories = list(dict.fromkeys(r["category"] for r in rows if r["category"] != "all")) + ["all"]
-    labels = {r["run"]: r["label"] for r in rows}
+    labels = {r["run"]: f"{r['label']} / {r['dataset_config']}" for r in rows}
     width = 0.8 / len(runs)
-    fig, ax = plt.subplots(figsize=(max(6, 0.7 * len(categories) * max(1, len(runs)) + 2), 4), layout="constrained")
+    fig, ax = plt.subplots(figsize=(min(13, max(6, 0.5 * len(categories) * max(1, len(runs)) + 2)), 4.2),
+                           layout="constrained")
     for i, run in enumerate(runs):
         by_cat = {r["category"]: r for r in rows if r["run"] == run}
         xs, ys, lo, hi = [], [], [], []
@@ -83,7 +92,8 @@ def conditional_acceptance(data: ReportData) -> Figure | None:
         mine = sorted((r for r in rows if r["run"] == run), key=lambda r: r["position"])
         xs = [r["position"] for r in mine]
         color = _COLORS[i % len(_COLORS)]
-        ax.plot(xs, [r["conditional_acceptance_rate"] for r in mine], marker="o", color=color, label=mine[0]["label"])
+        ax.plot(xs, [r["conditional_acceptance_rate"] for r in mine], marker="o", color=color,
+                label=f"{mine[0]['label']} / {mine[0].get('dataset_config', '?')} ({mine[0]['point']})")
         if all(r["ci_low"] is not None for r in mine):
             ax.fill_between(xs, [r["ci_low"] for r in mine], [r["ci_high"] for r in mine], color=color, alpha=0.2)
     ax.set_xlabel("draft position i")
@@ -143,7 +153,7 @@ def speedup_by_concurrency(data: ReportData) -> Figure | None:
             ax.plot([e[0] for e in est], [e[1] for e in est], marker="s", linestyle="--", color=color,
                     label=f"{label} on {config}: Appendix-G estimate")
     ax.axhline(1.0, color="grey", linewidth=0.8, linestyle=":")
-    ax.set_xscale("log", base=2)
+    _concurrency_axis(ax, [r["concurrency"] for r in rows])
     ax.set_xlabel("concurrency (requested)")
     ax.set_ylabel("speedup over baseline")
     ax.set_title("Measured speedup (output TPS ratio) and Appendix-G estimate")
@@ -166,7 +176,7 @@ def latency_percentiles(data: ReportData) -> Figure | None:
             ax.plot(xs, [1e3 * (r[f"{key}_p50_s"] or 0) for r in mine], marker="o", color=color, label=f"{label} / {config} p50")
             ax.plot(xs, [1e3 * (r[f"{key}_p99_s"] or 0) for r in mine], marker="^", linestyle=":", color=color,
                     label=f"{label} / {config} p99")
-        ax.set_xscale("log", base=2)
+        _concurrency_axis(ax, [r["requested_concurrency"] for r in rows])
         ax.set_title(f"{title} (ms)")
         ax.set_xlabel("concurrency")
         ax.grid(alpha=0.3)
@@ -200,7 +210,7 @@ def best_draft_length(data: ReportData) -> Figure | None:
         rows = sorted((r for r in data.best_draft_length if r["dataset_config"] == config), key=lambda r: r["concurrency"])
         ax.plot([r["concurrency"] for r in rows], [r["best_draft_length"] for r in rows], marker="o",
                 color=_COLORS[i % len(_COLORS)], label=config)
-    ax.set_xscale("log", base=2)
+    _concurrency_axis(ax, [r["concurrency"] for r in data.best_draft_length])
     ax.set_xlabel("concurrency")
     ax.set_ylabel("best draft length K (0 = no SD)")
     ax.set_title("Draft length with the highest output TPS")
