@@ -34,21 +34,34 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import signal
+    import sys
     import threading
 
-    from speedbench.engine import EngineConfig, LocalEngine
+    from speedbench.engine import EngineConfig, EngineStartError, LocalEngine
 
-    rates = [float(r) for r in args.synthetic_rates.split(",")] if args.synthetic_rates else None
-    config = EngineConfig(
-        target=args.target, draft=args.draft, speculation=args.speculation,
-        draft_length=args.draft_length, synthetic_rates=rates, synthetic_length=args.synthetic_length,
-        n_parallel=args.parallel, n_ctx_per_slot=args.ctx_per_slot, n_threads=args.threads, port=args.port,
-    )
+    try:
+        rates = [float(r) for r in args.synthetic_rates.split(",")] if args.synthetic_rates else None
+        config = EngineConfig(
+            target=args.target, draft=args.draft, speculation=args.speculation,
+            draft_length=args.draft_length, synthetic_rates=rates, synthetic_length=args.synthetic_length,
+            n_parallel=args.parallel, n_ctx_per_slot=args.ctx_per_slot, n_threads=args.threads, port=args.port,
+        )
+        config.check_files()
+    except (ValueError, FileNotFoundError) as error:
+        print(f"speedbench serve: {error}", file=sys.stderr)
+        return 2
+
     def _stop_on_term(signum, frame):
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, _stop_on_term)
-    with LocalEngine(config, log_path=args.log) as engine:
+    engine = LocalEngine(config, log_path=args.log)
+    try:
+        engine.start()
+    except EngineStartError as error:
+        print(f"speedbench serve: {error}", file=sys.stderr)
+        return 1
+    try:
         described = engine.describe()
         draft = described["models"].get("draft", {}).get("path", "-")
         print(f"speedbench serve: llama.cpp (xllamacpp {described['engine_version']}) "
@@ -57,8 +70,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"  draft:  {draft}")
         print(f"  metrics: {engine.url}/metrics   health: {engine.url}/health   server pid: {engine.pid}")
         print(engine.url, flush=True)
-        try:
-            threading.Event().wait()  # until Ctrl-C
-        except KeyboardInterrupt:
-            print("speedbench serve: stopping", flush=True)
+        threading.Event().wait()  # until Ctrl-C or SIGTERM
+    except KeyboardInterrupt:
+        print("speedbench serve: stopping", flush=True)
+    finally:
+        engine.stop()
     return 0

@@ -95,6 +95,9 @@ class EngineConfig:
                     raise ValueError(f"EngineConfig.synthetic_rates must lie in [0, 1] and not increase "
                                      f"with position, got {rates}")
                 self.synthetic_rates = rates
+            elif not 1.0 <= float(self.synthetic_length) <= self.draft_length + 1:
+                raise ValueError(f"EngineConfig.synthetic_length must lie in [1, K+1] = [1, {self.draft_length + 1}], "
+                                 f"got {self.synthetic_length}")
         if self.host not in ("127.0.0.1", "localhost", "::1"):
             raise ValueError(f"EngineConfig.host: the local engine binds loopback only, got {self.host!r}")
 

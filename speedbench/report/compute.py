@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import platform
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 

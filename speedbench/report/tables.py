@@ -62,9 +62,6 @@ class Table:
     def cells(self, data: ReportData) -> list[list[str]]:
         return [[format_value(c.get(row), c.kind) for c in self.columns] for row in self.rows(data)]
 
-    def raw(self, data: ReportData) -> list[list[Any]]:
-        return [[c.get(row) for c in self.columns] for row in self.rows(data)]
-
 
 def _latency_columns() -> tuple[Column, ...]:
     cols = []

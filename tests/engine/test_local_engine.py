@@ -105,8 +105,13 @@ def test_config_errors_name_the_field(tmp_path):
         EngineConfig(speculation="synthetic", synthetic_rates=[0.5, 0.9, 0.1, 0.0])
     with pytest.raises(ValueError, match="loopback"):
         EngineConfig(host="0.0.0.0")
+    with pytest.raises(ValueError, match="synthetic_length"):
+        EngineConfig(speculation="synthetic", draft_length=4, synthetic_length=5.5)
     with pytest.raises(FileNotFoundError, match="target"):
         LocalEngine(EngineConfig(target=str(tmp_path / "missing.gguf"))).start()
+    from speedbench.cli import main
+
+    assert main(["serve", "--target", str(tmp_path / "missing.gguf")]) == 2
 
 
 def test_speedbench_serve_stops_on_ctrl_c(models_dir):
