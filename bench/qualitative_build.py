@@ -68,7 +68,10 @@ def main() -> None:
     stats = results["warm"][3]["stats"]
     pools = {c: s["pool"] for c, s in stats["categories"].items()}
     print(f"pool cap {stats['pool_cap']}; pools after de-duplication: {pools}")
-    print(stdout.split("## Diversity report", 1)[-1].join(["## Diversity report", ""]) if "## Diversity report" in stdout else "")
+    removed = {c: s["near_duplicates_removed"] for c, s in stats["categories"].items() if s["near_duplicates_removed"]}
+    print(f"near-duplicates removed by FAISS (cosine >= {stats['dedup_threshold']}): {removed}")
+    if "## Diversity report" in stdout:
+        print("## Diversity report" + stdout.split("## Diversity report", 1)[1])
 
 
 if __name__ == "__main__":
