@@ -11,10 +11,11 @@ Acceptance sources (each named in the output):
 - ``counters``: Prometheus deltas over the point (``acceptance_from_counters``); run-level,
   polluted by other traffic, incomplete when the point was resumed.
 
-Agreement: the step-weighted AL of each source is compared with the engine's (or, without it,
-the chunks'). For a like-for-like comparison the chunk figure used here keeps the last chunk
-(``chunks_untrimmed``) because engines count the cut last step too. A relative difference above
-the tolerance is listed under ``flags``.
+Agreement: the step-weighted AL of the chunks is compared with the engine's. For a like-for-like
+comparison the chunk figure used here keeps the last chunk (``chunks_untrimmed``) because engines
+count the cut last step too. Counters are compared by their token totals (accepted and drafted
+tokens against the sums of the per-request statistics), since engines count a counter "draft" and
+a verify step differently. A relative difference above the tolerance is listed under ``flags``.
 """
 from __future__ import annotations
 
@@ -70,8 +71,12 @@ def _engine_acceptance(records: list[TurnRecord], num_resamples: int, fallback_d
             drafted if all(d is not None for d in drafted) else None, draft_length=draft_length, **common)
     sources = sorted({s.source for s in stats})
     exact = all(s.exact for s in stats)
+    totals = {"num_accepted_tokens": sum(s.accepted_tokens or 0 for s in stats),
+              "num_draft_tokens": (sum(s.draft_tokens for s in stats)
+                                   if all(s.draft_tokens is not None for s in stats) else None)}
     return summarize_acceptance(table, num_resamples=num_resamples), {"sources": sources, "exact": exact,
-                                                                         "num_requests_with_stats": len(rows)}
+                                                                         "num_requests_with_stats": len(rows),
+                                                                         **totals}
 
 
 def _counter_acceptance(engine: str, url: str, entry: dict | None, num_requests: int) -> dict | None:
@@ -171,8 +176,6 @@ def analyse_point(point: str, records: list[TurnRecord], engine: str, url: str, 
                  else (untrimmed.acceptance_length if untrimmed else None))
     agreement: dict[str, Any] = {"reference": reference_name, "tolerance": tolerance, "relative_difference": {}}
     comparable = {"chunks_untrimmed": untrimmed.acceptance_length if untrimmed else None}
-    if counters is not None and counters.get("complete") and counters.get("acceptance_length") is not None:
-        comparable["counters"] = counters["acceptance_length"]
     for name, value in comparable.items():
         if name == reference_name or value is None or reference is None:
             continue
@@ -181,6 +184,19 @@ def analyse_point(point: str, records: list[TurnRecord], engine: str, url: str, 
         if difference is not None and difference > tolerance:
             flags.append(f"disagreement: AL from {name} ({value:.4f}) differs from {reference_name} "
                          f"({reference:.4f}) by {100 * difference:.1f}% (> {100 * tolerance:.1f}%)")
+    # Counters and per-request statistics define a step differently (a counter "draft" is a step
+    # that carried a draft; an engine verify step may carry none), so their ALs legitimately
+    # differ. The token totals do not: accepted and drafted tokens must match.
+    if counters is not None and counters.get("complete") and engine_summary is not None:
+        for total in ("num_accepted_tokens", "num_draft_tokens"):
+            value, expected = counters.get(total), engine_meta.get(total)
+            if value is None or expected is None:
+                continue
+            difference = _relative_difference(float(value), float(expected))
+            agreement["relative_difference"][f"counters_{total}"] = difference
+            if difference is not None and difference > tolerance:
+                flags.append(f"disagreement: {total} from counters ({value}) differs from the engine's "
+                             f"per-request sum ({expected}) by {100 * difference:.1f}% (> {100 * tolerance:.1f}%)")
     latency = _latency(ok, first.requested_concurrency if first else None)
     # Little's law over the whole time a request holds its slot (scheduled -> end of stream,
     # [DONE] included), next to the metrics' figure that ends at the last token chunk.

@@ -99,6 +99,11 @@ def test_run_counts_equal_server_timings_and_counters(llama_server, models_dir, 
         assert point["totals"]["chunks"] == sum(len(r["chunk_tokens"]) for r in mine)
         assert point["num_warmup_excluded"] == 1
         assert point["latency"]["num_requests"] == 7
+        # Token totals from counters and per-request statistics agree exactly, so no
+        # disagreement is flagged on a clean run (their ALs differ by definition).
+        assert point["agreement"]["relative_difference"]["counters_num_accepted_tokens"] == 0.0
+        assert point["agreement"]["relative_difference"]["counters_num_draft_tokens"] == 0.0
+        assert not any(flag.startswith("disagreement") for flag in point["flags"]), point["flags"]
 
     # Multi-turn: turn 2 carries the model's own earlier answers in its prompt.
     turns = sorted((r for r in measured if r["run_point"] == "c1" and r["num_turns"] == 3),
