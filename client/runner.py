@@ -27,6 +27,7 @@ from speedbench.client.workers import run_event_loop, run_phase_in_workers
 from speedbench.client.workload import (
     Conversation,
     dataset_fingerprint,
+    dataset_manifest_hash,
     load_conversations,
     tokenize_first_turns,
 )
@@ -37,7 +38,7 @@ COUNTERS_NAME = "counters.jsonl"
 RESULTS_NAME = "results.json"
 DEFAULT_CONCURRENCY = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 # Manifest options that must match for a resume (others, like --workers, may change).
-RESUME_KEYS = ("engine", "url", "dataset_config", "dataset_manifest_sha256", "tokenizer_sha256", "prompt_mode")
+RESUME_KEYS = ("engine", "url", "dataset_config", "dataset_config_sha256", "tokenizer_sha256", "prompt_mode")
 RESUME_OPTIONS = ("sampling", "limit", "load_shape", "points", "warmup", "extra_body", "model")
 
 
@@ -152,7 +153,8 @@ def execute_run(options: RunOptions, log=print) -> dict:
         engine=options.engine, url=options.url, model_id=description.get("model_id"),
         engine_version=description.get("engine_version"), server=description,
         dataset_dir=str(Path(options.dataset).resolve()), dataset_config=options.config,
-        dataset_manifest_sha256=dataset_fingerprint(options.dataset, options.config),
+        dataset_config_sha256=dataset_fingerprint(options.dataset, options.config),
+        dataset_manifest_sha256=dataset_manifest_hash(options.dataset),
         num_rows=len(conversations), tokenizer_path=str(Path(options.tokenizer).resolve()),
         tokenizer_sha256=tokenizer.sha256, chat_template=tokenizer.has_chat_template,
         prompt_mode=options.prompt_mode, options=options.manifest_options(), client_version=_client_version(),

@@ -10,6 +10,7 @@ model's own answers and are tokenized by the worker that runs the conversation.
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,14 +46,27 @@ def config_files(dataset_dir: str | Path, config: str) -> list[Path]:
 
 
 def dataset_fingerprint(dataset_dir: str | Path, config: str) -> str:
-    """sha256 of the folder's ``manifest.json`` when present, else of the config's parquet files."""
-    manifest = Path(dataset_dir) / "manifest.json"
-    digest = hashlib.sha256()
-    if manifest.is_file():
-        digest.update(manifest.read_bytes())
+    """Content fingerprint of one config: sha256 over the sorted sha256s of its rows.
+
+    Each row is hashed as canonical JSON of all its fields, so the fingerprint names the prompts
+    themselves: it does not change when other configs are added to the folder, when the parquet
+    writer changes, or with the row order. This is what a run and the leaderboard identify a
+    dataset build by.
+    """
+    import pyarrow.parquet as pq
+
+    row_hashes = []
     for path in config_files(dataset_dir, config):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()
+        for row in pq.ParquetFile(path).read().to_pylist():
+            canonical = json.dumps(row, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+            row_hashes.append(hashlib.sha256(canonical.encode("utf-8")).hexdigest())
+    return hashlib.sha256("\n".join(sorted(row_hashes)).encode("ascii")).hexdigest()
+
+
+def dataset_manifest_hash(dataset_dir: str | Path) -> str:
+    """sha256 of the folder's ``manifest.json`` (provenance: how the folder was built), or "" without one."""
+    manifest = Path(dataset_dir) / "manifest.json"
+    return hashlib.sha256(manifest.read_bytes()).hexdigest() if manifest.is_file() else ""
 
 
 def load_conversations(dataset_dir: str | Path, config: str, limit: int | None = None) -> list[Conversation]:

@@ -151,8 +151,10 @@ class RunManifest:
 
     server: what the server said about itself (model id, engine version, props) at start.
     options: every client option (sampling, load shape, workers, timeouts, ...).
-    dataset_manifest_sha256: hash of the dataset folder's manifest (or of its parquet files
-    when it has none); tokenizer_sha256: ``speedbench.tokenization.target.tokenizer_fingerprint``.
+    dataset_config_sha256: content fingerprint of the config's rows
+    (``speedbench.client.workload.dataset_fingerprint``), what the leaderboard identifies a build by;
+    dataset_manifest_sha256: sha256 of the dataset folder's ``manifest.json`` (provenance, "" without one);
+    tokenizer_sha256: ``speedbench.tokenization.target.tokenizer_fingerprint``.
     """
 
     engine: str
@@ -162,6 +164,7 @@ class RunManifest:
     server: dict[str, Any]
     dataset_dir: str
     dataset_config: str
+    dataset_config_sha256: str
     dataset_manifest_sha256: str
     num_rows: int
     tokenizer_path: str

@@ -1,13 +1,13 @@
 """The SPEED-Bench dataset builds a submission may declare, and the check that its records match.
 
 A run's manifest names its dataset config and the dataset fingerprint the client recorded
-(``dataset_manifest_sha256``: :func:`speedbench.client.workload.dataset_fingerprint`, a hash of
-the folder's ``manifest.json`` and of that config's parquet files). The leaderboard accepts only
+(``dataset_config_sha256``: :func:`speedbench.client.workload.dataset_fingerprint`, a hash of
+the config's rows, independent of the folder's other configs and of the parquet writer). The leaderboard accepts only
 configs of builds it knows; each build is described by a small JSON file (``describe_dataset``
 writes one from a built dataset folder)::
 
     {"name": "...",
-     "configs": {"qualitative": {"dataset_manifest_sha256": "<64 hex>",
+     "configs": {"qualitative": {"dataset_config_sha256": "<64 hex>",
                                  "questions": {"<question_id>": "<category>", ...}}, ...}}
 
 Descriptors are read from this package's ``build_descriptors/`` folder and from the folders or
@@ -32,7 +32,7 @@ PACKAGED_DIR = Path(__file__).with_name("build_descriptors")
 @dataclass(frozen=True)
 class KnownConfig:
     name: str
-    dataset_manifest_sha256: str
+    dataset_config_sha256: str
     questions: dict[str, str]  # question_id -> category
 
 
@@ -43,12 +43,12 @@ class KnownBuild:
 
     def to_dict(self) -> dict:
         return {"name": self.name,
-                "configs": {c.name: {"dataset_manifest_sha256": c.dataset_manifest_sha256, "questions": c.questions}
+                "configs": {c.name: {"dataset_config_sha256": c.dataset_config_sha256, "questions": c.questions}
                             for c in sorted(self.configs.values(), key=lambda c: c.name)}}
 
     @classmethod
     def from_dict(cls, data: dict) -> "KnownBuild":
-        configs = {name: KnownConfig(name, str(v["dataset_manifest_sha256"]), dict(v["questions"]))
+        configs = {name: KnownConfig(name, str(v["dataset_config_sha256"]), dict(v["questions"]))
                    for name, v in data["configs"].items()}
         return cls(name=str(data["name"]), configs=configs)
 
@@ -95,7 +95,7 @@ class KnownBuilds:
     def add(self, build: KnownBuild) -> None:
         self.builds.append(build)
         for config in build.configs.values():
-            self.by_hash.setdefault(config.dataset_manifest_sha256, []).append((build, config))
+            self.by_hash.setdefault(config.dataset_config_sha256, []).append((build, config))
 
     @classmethod
     def load(cls, paths: Iterable[str | Path] | None = None) -> "KnownBuilds":
@@ -116,7 +116,7 @@ class KnownBuilds:
         found = self.by_hash.get(manifest_hash)
         if found is None:
             raise BundleRejected(
-                f"{run_path}/manifest.json: dataset_manifest_sha256 {manifest_hash[:16]}... is not a known "
+                f"{run_path}/manifest.json: dataset_config_sha256 {manifest_hash[:16]}... is not a known "
                 "SPEED-Bench build; measure on a published build of the dataset")
         matching = [(build, known) for build, known in found if known.name == config]
         if not matching:
@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     build = describe_dataset(args.dataset_dir, args.name)
     Path(args.out).write_text(json.dumps(build.to_dict(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
     for config in build.configs.values():
-        print(f"{args.out}: {build.name} {config.name} {config.dataset_manifest_sha256} ({len(config.questions)} rows)")
+        print(f"{args.out}: {build.name} {config.name} {config.dataset_config_sha256} ({len(config.questions)} rows)")
     return 0
 
 

@@ -17,7 +17,7 @@ from speedbench.records import RunManifest, TurnRecord
 
 _INT_FIELDS = ("scheduled_ns", "send_ns", "end_ns", "turn_index", "prompt_tokens", "output_tokens")
 _STR_FIELDS = ("record_key", "run_point", "question_id", "category")
-_MANIFEST_STR_FIELDS = ("engine", "dataset_config", "dataset_manifest_sha256")
+_MANIFEST_STR_FIELDS = ("engine", "dataset_config", "dataset_config_sha256")
 _POINT = re.compile(r"^c(\d+)$")
 
 

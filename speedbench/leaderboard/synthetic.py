@@ -138,7 +138,8 @@ def make_run(run_dir: Path, dataset_dir: Path, config: str, engine: SimulatedEng
     manifest = RunManifest(
         engine=engine.engine, url="http://127.0.0.1:8000", model_id=engine.model_id,
         engine_version=engine.engine_version, server={}, dataset_dir=str(dataset_dir), dataset_config=config,
-        dataset_manifest_sha256=dataset_fingerprint(dataset_dir, config), num_rows=len(rows),
+        dataset_config_sha256=dataset_fingerprint(dataset_dir, config), dataset_manifest_sha256="",
+        num_rows=len(rows),
         tokenizer_path="tokenizer.json", tokenizer_sha256="0" * 64, chat_template=True, prompt_mode="chat",
         options={"concurrency": list(concurrencies), "synthetic": True,
                  "sampling": {"max_tokens": output_tokens, "temperature": 0.0, "ignore_eos": True, "seed": seed},

@@ -72,7 +72,7 @@ def parse_bundle(data: bytes, known_builds: KnownBuilds, limits: ArchiveLimits |
             raise BundleRejected(
                 f"{run.path}/manifest.json: run was measured with engine {run.manifest.engine!r} "
                 f"but metadata.engine says {metadata.engine!r}")
-        known_builds.check_run(run.path, run.manifest.dataset_manifest_sha256, run.dataset_config,
+        known_builds.check_run(run.path, run.manifest.dataset_config_sha256, run.dataset_config,
                                ((r.question_id, r.category) for r in run.records))
     return ValidatedBundle(metadata=metadata, runs=runs, files=files,
                            bundle_sha256=content_hash(files, exclude=(SUBMISSION_FILE,)),

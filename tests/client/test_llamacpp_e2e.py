@@ -114,4 +114,5 @@ def test_run_counts_equal_server_timings_and_counters(llama_server, models_dir, 
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["engine"] == "llamacpp" and manifest["model_id"].endswith("stories260K-f32.gguf")
     assert manifest["engine_version"].startswith("llama.cpp")
-    assert manifest["tokenizer_sha256"] and manifest["dataset_manifest_sha256"]
+    assert manifest["tokenizer_sha256"] and len(manifest["dataset_config_sha256"]) == 64
+    assert manifest["dataset_manifest_sha256"] == ""  # the test folder has no manifest.json

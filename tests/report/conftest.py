@@ -66,7 +66,7 @@ def write_run(path: Path, *, speculative: bool, draft_length: int = 4, concurren
     manifest = RunManifest(
         engine="llamacpp", url="http://127.0.0.1:1", model_id="stories260K <script>alert(1)</script>",
         engine_version="llama.cpp b0", server={}, dataset_dir="speed-bench", dataset_config=config,
-        dataset_manifest_sha256="ab" * 32, num_rows=per_category * len(CATEGORIES), tokenizer_path="tok.json",
+        dataset_config_sha256="cd" * 32, dataset_manifest_sha256="ab" * 32, num_rows=per_category * len(CATEGORIES), tokenizer_path="tok.json",
         tokenizer_sha256="cd" * 32, chat_template=False, prompt_mode="completion",
         options={"max_tokens": max_tokens}, client_version="test", python_version="3.11", created_unix_s=1.8e9)
     (path / "manifest.json").write_text(json.dumps(manifest.to_dict()))

@@ -219,8 +219,8 @@ def test_describe_dataset_reads_the_parquet_rows(dataset_dir):
     assert set(build.configs["throughput_1k"].questions.values()) == {"low_entropy", "mixed", "high_entropy"}
     # the hash a run records is the client's fingerprint of that config
     for name, config in build.configs.items():
-        assert config.dataset_manifest_sha256 == dataset_fingerprint(dataset_dir, name)
-    assert build.configs["qualitative"].dataset_manifest_sha256 != build.configs["throughput_1k"].dataset_manifest_sha256
+        assert config.dataset_config_sha256 == dataset_fingerprint(dataset_dir, name)
+    assert build.configs["qualitative"].dataset_config_sha256 != build.configs["throughput_1k"].dataset_config_sha256
 
 
 def test_stored_bundle_reads_back_into_runs(seeded_store):

@@ -178,7 +178,7 @@ def test_records_not_matching_the_declared_dataset(seeded_store, known_builds, v
                     f"category {other!r}", "declared dataset says")
     for name in [n for n in files if n.endswith("manifest.json")]:
         manifest = json.loads(files[name])
-        manifest["dataset_manifest_sha256"] = "0" * 64
+        manifest["dataset_config_sha256"] = "0" * 64
         files = {**files, name: json.dumps(manifest).encode()}
     assert_rejected(seeded_store, known_builds, repack(files), "not a known SPEED-Bench build")
 
