@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from speedbench.client.engines.base import CounterAcceptance, EngineAdapter, StreamState, get_json
-from speedbench.client.engines.openai import parse_openai_completion_event
+from speedbench.client.engines.openai import completion_payload, parse_openai_completion_event
 from speedbench.records import EngineSpecStats
 
 
@@ -27,24 +27,9 @@ class LlamaCppAdapter(EngineAdapter):
     extra_headers = {"Connection": "close"}
 
     def build_payload(self, prompt_ids: list[int]) -> dict[str, Any]:
-        s = self.sampling
-        payload: dict[str, Any] = {
-            "prompt": prompt_ids,
-            "max_tokens": s.max_tokens,
-            "temperature": s.temperature,
-            "ignore_eos": s.ignore_eos,
-            "stream": True,
-            "cache_prompt": False,
-            "timings_per_token": True,
-        }
-        if self.model:
-            payload["model"] = self.model
-        if s.seed is not None:
-            payload["seed"] = s.seed
-        if s.top_p is not None:
-            payload["top_p"] = s.top_p
-        payload.update(self.extra_body)
-        return payload
+        model = {"model": self.model} if self.model else {}
+        return completion_payload(self, prompt_ids, **model, ignore_eos=self.sampling.ignore_eos,
+                                  cache_prompt=False, timings_per_token=True)
 
     def parse_event(self, event: dict[str, Any], state: StreamState) -> tuple[int, Any]:
         timings = event.get("timings")

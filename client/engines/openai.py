@@ -16,24 +16,29 @@ class OpenAIAdapter(EngineAdapter):
     chunks_are_steps = False
 
     def build_payload(self, prompt_ids: list[int]) -> dict[str, Any]:
-        s = self.sampling
-        payload: dict[str, Any] = {
-            "model": self.model or "",
-            "prompt": prompt_ids,
-            "max_tokens": s.max_tokens,
-            "temperature": s.temperature,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
-        if s.seed is not None:
-            payload["seed"] = s.seed
-        if s.top_p is not None:
-            payload["top_p"] = s.top_p
-        payload.update(self.extra_body)
-        return payload
+        return completion_payload(self, prompt_ids, model=self.model or "",
+                                  stream_options={"include_usage": True})
 
     def parse_event(self, event: dict[str, Any], state: StreamState) -> tuple[int, Any]:
         return parse_openai_completion_event(event, state, self.name), None
+
+
+def completion_payload(adapter: EngineAdapter, prompt_ids: list[int], **engine_fields: Any) -> dict[str, Any]:
+    """The streamed ``/v1/completions`` body the OpenAI-style engines share.
+
+    Sampling options first, then each engine's own fields, then the user's ``--extra-body``
+    (last, so a user can override anything).
+    """
+    s = adapter.sampling
+    payload: dict[str, Any] = {"prompt": prompt_ids, "max_tokens": s.max_tokens,
+                               "temperature": s.temperature, "stream": True}
+    if s.seed is not None:
+        payload["seed"] = s.seed
+    if s.top_p is not None:
+        payload["top_p"] = s.top_p
+    payload.update(engine_fields)
+    payload.update(adapter.extra_body)
+    return payload
 
 
 def parse_openai_completion_event(event: dict[str, Any], state: StreamState, engine: str) -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from speedbench.client.engines.base import CounterAcceptance, EngineAdapter, StreamState, get_json
-from speedbench.client.engines.openai import parse_openai_completion_event
+from speedbench.client.engines.openai import completion_payload, parse_openai_completion_event
 from speedbench.records import EngineSpecStats
 
 # Fields trtllm-serve's CompletionRequest accepts that we may send.
@@ -25,25 +25,12 @@ class TrtLlmAdapter(EngineAdapter):
     metrics_path = "/prometheus/metrics"
 
     def build_payload(self, prompt_ids: list[int]) -> dict[str, Any]:
-        s = self.sampling
-        payload: dict[str, Any] = {
-            "model": self.model or "",
-            "prompt": prompt_ids,
-            "max_tokens": s.max_tokens,
-            "temperature": s.temperature,
-            "ignore_eos": s.ignore_eos,
-            "stream": True,
-            "stream_options": {"include_usage": True, "continuous_usage_stats": True},
-        }
-        if s.seed is not None:
-            payload["seed"] = s.seed
-        if s.top_p is not None:
-            payload["top_p"] = s.top_p
         unknown = set(self.extra_body) - ALLOWED_FIELDS
         if unknown:
             raise ValueError(f"trtllm rejects unknown request fields: {', '.join(sorted(unknown))}")
-        payload.update(self.extra_body)
-        return payload
+        return completion_payload(
+            self, prompt_ids, model=self.model or "", ignore_eos=self.sampling.ignore_eos,
+            stream_options={"include_usage": True, "continuous_usage_stats": True})
 
     def parse_event(self, event: dict[str, Any], state: StreamState) -> tuple[int, Any]:
         new = parse_openai_completion_event(event, state, self.name)
