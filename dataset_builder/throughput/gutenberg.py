@@ -7,10 +7,11 @@ twice in a bucket, not even across the two tiers. Unit id: ``<path>#t<start>-<en
 """
 from __future__ import annotations
 
+import random
 import re
 from functools import lru_cache
 
-from speedbench.dataset_builder.throughput.base import stable_rng
+from speedbench.dataset_builder.throughput.base import TaskType, stable_rng
 from speedbench.dataset_builder.throughput.sources import gutenberg_books
 from speedbench.tokenization.o200k import o200k
 
@@ -74,3 +75,30 @@ def passage_text(root: str, unit: str) -> str:
     if tokens is None:
         raise ValueError(f"{unit!r}: book {match['path']} is not in the source mirror")
     return o200k().decode(tokens[int(match["start"]):int(match["end"])])
+
+
+class GutenbergPassageTask(TaskType):
+    """A task over one passage of the per-bucket deal; ``deal`` picks the share (0: text sorting,
+    1: book continuation), so the two tasks never share a passage within a bucket."""
+    source = "gutenberg"
+    license = "public domain"
+    deal: int
+
+    def __init__(self, sources, unit_tokens, seed: int = 0) -> None:
+        super().__init__(sources, unit_tokens)
+        self.seed = seed
+
+    def _passages(self, n_tokens: int) -> tuple[str, ...]:
+        return dealt_passages(str(self.sources), n_tokens, self.seed)[self.deal]
+
+    def capacity(self, n_tokens: int) -> int | None:
+        return len(self._passages(n_tokens))
+
+    def select(self, n_tokens: int, count: int, rng: random.Random) -> list[tuple[str, ...]]:
+        return [(unit,) for unit in self._passages(n_tokens)[:count]]
+
+    def unit_text(self, unit: str) -> str:
+        return passage_text(str(self.sources), unit)
+
+    def known_unit_tokens(self, unit: str) -> int | None:
+        return passage_size(unit)

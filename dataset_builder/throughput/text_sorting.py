@@ -7,12 +7,11 @@ which is why this tier is low entropy. The "after" part is the body the length f
 """
 from __future__ import annotations
 
-import random
 import re
 from collections.abc import Sequence
 
-from speedbench.dataset_builder.throughput.base import Rendered, TaskType, stable_rng
-from speedbench.dataset_builder.throughput.gutenberg import dealt_passages, passage_size, passage_text
+from speedbench.dataset_builder.throughput.base import Rendered, stable_rng
+from speedbench.dataset_builder.throughput.gutenberg import GutenbergPassageTask
 
 # Where the parts start, as fractions of the passage (before | 4 parts | after).
 CUTS = (0.06, 0.20, 0.34, 0.48, 0.62)
@@ -47,27 +46,10 @@ def split_passage(text: str) -> list[str]:
     return [text[a:b].strip() for a, b in zip(cuts, cuts[1:])]
 
 
-class TextSorting(TaskType):
+class TextSorting(GutenbergPassageTask):
     name = "text_sorting"
     tier = "low_entropy"
-    source = "gutenberg"
-    license = "public domain"
-
-    def __init__(self, sources, unit_tokens, seed: int = 0) -> None:
-        super().__init__(sources, unit_tokens)
-        self.seed = seed
-
-    def capacity(self, n_tokens: int) -> int | None:
-        return len(dealt_passages(str(self.sources), n_tokens, self.seed)[0])
-
-    def select(self, n_tokens: int, count: int, rng: random.Random) -> list[tuple[str, ...]]:
-        return [(unit,) for unit in dealt_passages(str(self.sources), n_tokens, self.seed)[0][:count]]
-
-    def unit_text(self, unit: str) -> str:
-        return passage_text(str(self.sources), unit)
-
-    def known_unit_tokens(self, unit: str) -> int | None:
-        return passage_size(unit)
+    deal = 0
 
     def render(self, units: Sequence[str]) -> Rendered:
         before, *parts, after = split_passage(self.unit_text(units[0]))
