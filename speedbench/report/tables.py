@@ -86,8 +86,8 @@ TABLES: tuple[Table, ...] = (
         "Step-weighted AL pools all verification steps (1 + accepted / steps); request-weighted AL is the "
         "mean of per-request ALs (what the published reference reports)."),
     Table("position_rates", "Per-position conditional acceptance (all categories)", (
-        Column("label", "run"), Column("point", "point"), Column("position", "position", "int"),
-        Column("conditional_acceptance_rate", "AR_i"),
+        Column("label", "run"), Column("dataset_config", "config"), Column("point", "point"),
+        Column("position", "position", "int"), Column("conditional_acceptance_rate", "AR_i"),
         Column("ci", "95% CI", value=lambda r: _ci(r, "ci_low", "ci_high")),
         Column("marginal_acceptance_rate", "P(>= i)")),
         lambda d: [r for r in d.position_rates if r["category"] == "all"]),
