@@ -139,6 +139,40 @@ def render_from_recipe(task: TaskType, recipe: Recipe, n_tokens: int, codec=None
     return rendered.head + body + rendered.tail + padding_text(recipe.padding_chars)
 
 
+# Rounds of extra selections asked for when prompts repeat (each round from its own seeded stream).
+MAX_EXTRA_ROUNDS = 8
+
+
+def distinct_prompts(task: TaskType, n_tokens: int, count: int, config: str, seed: int, codec=None,
+                     progress: bool = False) -> tuple[list[BuiltPrompt], int]:
+    """``count`` prompts of ``task`` whose texts all differ, and how many repeats were skipped.
+
+    Two selections can fit to the same text: a reused unit that fills the prompt on its own, or
+    two source units that share their first N tokens (BAMBOO ships the same transcript in two
+    files). A repeat is skipped and replaced from a further seeded selection round, so every row
+    of a bucket is a distinct prompt and every ``question_id`` unique.
+    """
+    seen: set[str] = set()
+    prompts: list[BuiltPrompt] = []
+    skipped = 0
+    for round_index in range(MAX_EXTRA_ROUNDS + 1):
+        missing = count - len(prompts)
+        if missing <= 0:
+            break
+        rng = stable_rng(seed, config, task.name, *(["extra", round_index] if round_index else []))
+        selections = task.select(n_tokens, missing, rng)
+        if not selections:
+            break
+        for units in _progress(selections, progress, f"{config} {task.name}", len(selections)):
+            prompt = build_prompt(task, units, n_tokens, config, codec)
+            if prompt.fitted.text in seen:
+                skipped += 1
+                continue
+            seen.add(prompt.fitted.text)
+            prompts.append(prompt)
+    return prompts, skipped
+
+
 def _progress(iterable, enabled: bool, description: str, total: int):
     if not enabled:
         return iterable
@@ -167,9 +201,12 @@ def build_bucket(ctx: BuildContext, config: str, n_tokens: int) -> BuiltConfig:
         stats["capacity"][tier] = {t.name: c for t, c in zip(tier_tasks, capacities)}
         tier_prompts: list[BuiltPrompt] = []
         for task, count in zip(tier_tasks, allocation):
-            selections = task.select(n_tokens, count, stable_rng(ctx.seed, config, task.name))
-            for units in _progress(selections, ctx.progress, f"{config} {task.name}", len(selections)):
-                tier_prompts.append(build_prompt(task, units, n_tokens, config, codec))
+            built, skipped = distinct_prompts(task, n_tokens, count, config, ctx.seed, codec, ctx.progress)
+            if len(built) < count and not allow_short:
+                raise ValueError(f"{config}: {task.name} made only {len(built)} distinct prompts of {n_tokens} "
+                                 f"tokens (asked {count}; {skipped} repeats skipped); use --allow-short")
+            stats.setdefault("repeats_skipped", {})[task.name] = skipped
+            tier_prompts += built
         tokens = {}
         for p in tier_prompts:
             counter = tasks[p.row.sub_category].unit_tokens
@@ -226,6 +263,11 @@ def card_section(config: str, stats: dict) -> str:
     lines += ["", "Where a tier's sources run out (exam demonstrations, StackSelect distractors, dialogues), "
               "units are drawn again from a seeded reshuffle of the pool; final questions, code files and "
               "book passages are never reused within a bucket."]
+    repeats = {task: n for task, n in stats.get("repeats_skipped", {}).items() if n}
+    lines += ["", "Every prompt of the bucket is distinct: a selection that fits to the same text as an earlier "
+              "one (a reused unit that fills the prompt alone, or two source files that share their first N "
+              "tokens) is skipped and replaced from a further seeded selection round. Repeats skipped: "
+              + (", ".join(f"{task} {n}" for task, n in sorted(repeats.items())) if repeats else "none") + "."]
     if stats.get("code_packages"):
         lines += ["", "Code completion read the installed sources of: " + ", ".join(f"`{p}`" for p in stats["code_packages"])
                   + "."]
