@@ -272,9 +272,13 @@ def test_speedbench_submit_against_python_space_app(tmp_path, seeded_db_template
     store.close()
 
 
-def test_speedbench_submit_writes_a_bundle_and_dry_runs(tmp_path, make_entry_runs, known_builds_dir, capsys):
+def test_speedbench_submit_writes_a_bundle_and_dry_runs(tmp_path, make_entry_runs, known_builds_dir, capsys,
+                                                        monkeypatch):
     from speedbench.leaderboard.archive import read_archive
     from speedbench.leaderboard.synthetic import SimulatedEngine
+
+    # The dry run checks the dataset build as the Space does: the test datasets' descriptors.
+    monkeypatch.setenv("SPEEDBENCH_KNOWN_BUILDS", str(known_builds_dir))
 
     sd, _ = make_entry_runs(SimulatedEngine(engine="sglang", engine_version="0.5.4"), seed=700, throughput=False)
     out = tmp_path / "bundle.tar.gz"
