@@ -9,7 +9,7 @@ export SPEEDBENCH_SOURCES SPEEDBENCH_MODELS
 OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 HF_HUB_DISABLE_TELEMETRY=1 \
 	GRADIO_ANALYTICS_ENABLED=False TOKENIZERS_PARALLELISM=false
 
-.PHONY: install test demo bench clean
+.PHONY: install test demo clean
 
 $(VENV)/.installed: pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
