@@ -1,0 +1,169 @@
+"""Print the shape of the code: largest files, longest functions, package imports.
+
+Usage: python bench/code_shape.py [ROOT] [--top N]
+
+ROOT defaults to the repository this script lives in, so the figures of an older
+commit come from a worktree of it (git worktree add /tmp/before HEAD; python
+bench/code_shape.py /tmp/before).  Only the shipped code is measured (tests and
+bench scripts are not), because the targets (files under ~400 lines, functions
+under ~60) are about the code a reader has to hold in mind.
+
+Packages are grouped as the developer guide names them: the core (speedbench/
+minus speedbench/cli/), speedbench.cli, client, dataset_builder, space and
+metrics (the evaluate modules).  An import inside a function counts like one at
+the top: it is still a dependency, just a hidden one.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+GROUPS = ("core", "speedbench.cli", "client", "dataset_builder", "space", "metrics")
+# The core must never import these (developer guide).
+FORBIDDEN = {("core", "client"), ("core", "dataset_builder")}
+
+
+@dataclass(frozen=True)
+class Function:
+    path: str
+    qualname: str
+    lines: int
+
+
+def group_of_module(module: str) -> str | None:
+    """The package group of a dotted module name, or None for third-party."""
+    parts = module.split(".")
+    if parts[0] == "speedbench":
+        # setup.py maps client/ and dataset_builder/ into the speedbench namespace.
+        sub = parts[1] if len(parts) > 1 else ""
+        if sub == "cli":
+            return "speedbench.cli"
+        if sub in ("client", "dataset_builder"):
+            return sub
+        return "core"
+    if parts[0] in ("client", "dataset_builder", "space", "metrics"):
+        return parts[0]
+    # space/app.py imports its own package as sbspace.
+    if parts[0] == "sbspace":
+        return "space"
+    return None
+
+
+def module_of_path(root: Path, path: Path) -> str:
+    rel = path.relative_to(root).with_suffix("")
+    parts = list(rel.parts)
+    if parts[0] == "space" and len(parts) > 1 and parts[1] == "sbspace":
+        parts = parts[1:]
+    elif parts[0] in ("client", "dataset_builder"):
+        parts = ["speedbench"] + parts
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def source_files(root: Path) -> list[Path]:
+    files = []
+    for top in ("speedbench", "client", "dataset_builder", "space", "metrics"):
+        files.extend(p for p in sorted((root / top).rglob("*.py")) if "__pycache__" not in p.parts)
+    return files
+
+
+def functions(tree: ast.AST, path: str) -> list[Function]:
+    found: list[Function] = []
+
+    def walk(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                name = f"{prefix}{child.name}"
+                found.append(Function(path, name, child.end_lineno - child.lineno + 1))
+                walk(child, name + ".")
+            elif isinstance(child, ast.ClassDef):
+                walk(child, f"{prefix}{child.name}.")
+            else:
+                walk(child, prefix)
+
+    walk(tree, "")
+    return found
+
+
+def imported_modules(tree: ast.AST, module: str, is_package: bool) -> set[str]:
+    """Absolute names of every module imported anywhere in the file."""
+    names: set[str] = set()
+    package = module.split(".") if is_package else module.split(".")[:-1]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            names.add(target)
+            # "from package import module" imports the submodule too.
+            names.update(f"{target}.{alias.name}" for alias in node.names if target)
+    return names
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("root", nargs="?", default=str(Path(__file__).resolve().parents[1]))
+    parser.add_argument("--top", type=int, default=5)
+    parser.add_argument("--files", action="store_true", help="name the importing files of every edge")
+    args = parser.parse_args()
+    root = Path(args.root).resolve()
+
+    sizes: list[tuple[int, str]] = []
+    funcs: list[Function] = []
+    edges: dict[tuple[str, str], set[str]] = defaultdict(set)
+    module_imports: dict[str, set[str]] = {}
+    for path in source_files(root):
+        rel = str(path.relative_to(root))
+        text = path.read_text(encoding="utf-8")
+        sizes.append((len(text.splitlines()), rel))
+        tree = ast.parse(text, filename=rel)
+        funcs.extend(functions(tree, rel))
+        module = module_of_path(root, path)
+        source_group = group_of_module(module)
+        targets = imported_modules(tree, module, path.name == "__init__.py")
+        module_imports[module] = targets
+        for target in targets:
+            target_group = group_of_module(target)
+            if target_group and source_group and target_group != source_group:
+                edges[(source_group, target_group)].add(rel)
+
+    print(f"root: {root}")
+    print(f"\nlargest files (lines), of {len(sizes)}:")
+    for lines, rel in sorted(sizes, key=lambda s: (-s[0], s[1]))[: args.top]:
+        print(f"  {lines:5d}  {rel}")
+    print(f"\nlongest functions (lines), of {len(funcs)}:")
+    for f in sorted(funcs, key=lambda f: (-f.lines, f.path, f.qualname))[: args.top]:
+        print(f"  {f.lines:5d}  {f.path}::{f.qualname}")
+    over = sum(1 for f in funcs if f.lines > 60)
+    big = sum(1 for lines, _ in sizes if lines > 400)
+    print(f"\nfiles over 400 lines: {big}; functions over 60 lines: {over}")
+    print("\npackage imports (importer -> imported: number of importing files):")
+    for source in GROUPS:
+        for target in GROUPS:
+            files = edges.get((source, target))
+            if files:
+                flag = "  <-- core must not import this" if (source, target) in FORBIDDEN else ""
+                print(f"  {source:15s} -> {target:15s} {len(files):3d}{flag}")
+                if flag or args.files:
+                    for rel in sorted(files):
+                        print(f"      {rel}")
+
+    mutual = sorted(
+        (a, b) for a, targets in module_imports.items() for b in targets
+        if a < b and a in module_imports.get(b, ())
+    )
+    print(f"\nmodules that import each other: {len(mutual)}")
+    for a, b in mutual:
+        print(f"  {a} <-> {b}")
+
+
+if __name__ == "__main__":
+    main()
