@@ -25,14 +25,16 @@ them: TTFT = t_1 - t_0; step latency = t_i - t_{i-1} (i >= 2, TTFT excluded); TP
 (tokens - 1) / (t_N - t_1); output TPS = all tokens / (max t_N - min t_0); achieved
 concurrency = sum E2E / run span (Little's law), next to the requested concurrency. Each
 distribution as count / mean / std / min / p50 / p90 / p99 / max. Config "pareto" returns
-the non-dominated (user TPS, output TPS) points of a sweep.
+the non-dominated (user TPS, output TPS) points of a sweep. Chunks with 0 tokens (usage-only
+events) are dropped first: they are neither steps nor arrivals. An EOS token the engine
+counts is output like any other token (the reference framework cuts it from the last chunk).
 """
 
 _KWARGS_DESCRIPTION = """
 Args (default config):
     send_times (list of float): when each request was (scheduled to be) sent, seconds.
     chunk_times (list of list of float): receive time of each streamed chunk (same clock).
-    chunk_tokens (list of list of int): new tokens in each chunk.
+    chunk_tokens (list of list of int): new tokens in each chunk (0-token chunks are ignored).
     categories (list of str, optional): per-request category for a breakdown (default "all").
     requested_concurrency (float, optional): reported next to the achieved concurrency.
 Args (config "pareto"):

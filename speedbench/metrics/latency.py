@@ -2,6 +2,10 @@
 
 Per request: send time ``t0`` (the *scheduled* send time for open-loop loads), receive
 times ``t_1..t_N`` of its N streamed chunks, and the tokens ``n_1..n_N`` in each chunk.
+Chunks with no new token (usage-only or role-only events) are dropped first: they are
+neither a step nor an arrival of output, as in the acceptance metrics.  The EOS token,
+when the engine emits and counts it, is output like any other token (the reference
+framework cuts it from the last chunk); see docs/metrics.md.
 
 - TTFT            ``t_1 - t0``
 - step latency    ``t_i - t_{i-1}`` for i >= 2 (one chunk ~ one verification step; TTFT excluded)
@@ -110,8 +114,19 @@ def _as_ragged_floats(rows, field: str) -> Ragged:
     return Ragged(values=values, offsets=offsets)
 
 
+def _without_empty_chunks(times: Ragged, tokens: Ragged) -> tuple[Ragged, Ragged]:
+    """Drop the chunks that carry 0 tokens (a usage-only event is not a step nor an arrival)."""
+    keep = tokens.values > 0
+    if keep.all():
+        return times, tokens
+    kept_per_row = np.bincount(tokens.row_index()[keep], minlength=tokens.num_rows)
+    offsets = np.zeros(tokens.num_rows + 1, dtype=np.int64)
+    np.cumsum(kept_per_row, out=offsets[1:])
+    return Ragged(times.values[keep], offsets), Ragged(tokens.values[keep], offsets.copy())
+
+
 def timings_from_lists(send_times, chunk_times, chunk_tokens) -> RequestTimings:
-    """Validate and pack per-request timestamps.
+    """Validate and pack per-request timestamps; chunks with 0 tokens are then dropped.
 
     Checks: one send time per request, as many token counts as chunk times, times
     non-decreasing and not before the send time, integer token counts.
@@ -142,6 +157,7 @@ def timings_from_lists(send_times, chunk_times, chunk_tokens) -> RequestTimings:
         if early.any():
             r = int(rows[np.flatnonzero(early)[0]])
             raise MetricInputError(f"chunk_times: request {r} has a chunk received before its send time")
+    times, tokens = _without_empty_chunks(times, tokens)
     return RequestTimings(send_times=send, chunk_times=times, chunk_tokens=tokens)
 
 

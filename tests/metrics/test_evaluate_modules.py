@@ -146,3 +146,19 @@ def test_metric_card_examples_run(evaluate, name, at_repo_root):
     runner = doctest.DocTestRunner()
     runner.run(test)
     assert runner.failures == 0
+
+
+def test_usage_only_chunk_is_dropped_by_latency_and_al_alike(evaluate, at_repo_root):
+    # chunks 1, 4, 3, 4 at 0.10..0.16 s and a usage-only event (0 tokens) at 0.21 s
+    lat = evaluate.load("metrics/speedbench_latency").compute(
+        send_times=[0.0], chunk_times=[[0.10, 0.12, 0.14, 0.16, 0.21]], chunk_tokens=[[1, 4, 3, 4, 0]],
+    )
+    assert lat["e2e"]["mean"] == pytest.approx(0.16)
+    assert lat["user_tps"]["mean"] == pytest.approx(11 / 0.06)
+    assert lat["tokens_per_step"]["mean"] == pytest.approx(11 / 3)
+    al = evaluate.load("metrics/speedbench_al").compute(
+        step_sizes=[[1, 4, 3, 4, 0]], draft_length=3, last_chunk="keep", num_resamples=10
+    )
+    # the same three steps (lone first token dropped): AL = 11 / 3
+    assert al["num_steps"] == 3
+    assert al["acceptance_length"] == pytest.approx(11 / 3)

@@ -108,3 +108,39 @@ def test_pareto_frontier_by_hand():
     frontier = pareto_frontier([100, 80, 60, 70, 60], [100, 600, 900, 500, 800])
     assert frontier.tolist() == [2, 1, 0]
     assert pareto_frontier([1.0, np.nan], [1.0, 5.0]).tolist() == [0]
+
+
+# One stream of chunks [1, 4, 3, 4] at 0.10, 0.12, 0.14, 0.16 s, then a usage-only event
+# (0 new tokens) at 0.21 s, sent at 0.0. The usage event is not a step and not an arrival:
+# E2E = 0.16 (not 0.21), user TPS = 11 / 0.06 = 183.3 (not 11 / 0.11 = 100).
+USAGE_SEND = [0.0]
+USAGE_TIMES = [[0.10, 0.12, 0.14, 0.16, 0.21]]
+USAGE_TOKENS = [[1, 4, 3, 4, 0]]
+
+
+def test_zero_token_chunk_is_not_a_step_nor_the_last_arrival():
+    s = summarize_latency(timings_from_lists(USAGE_SEND, USAGE_TIMES, USAGE_TOKENS))
+    assert s.e2e.mean == pytest.approx(0.16)
+    assert s.user_tps.mean == pytest.approx(11 / 0.06)  # 183.33
+    assert s.ttft.mean == pytest.approx(0.10)
+    assert s.total_output_tokens == 12
+    assert s.run_span == pytest.approx(0.16)
+    assert s.output_tps == pytest.approx(12 / 0.16)  # 75
+    # steps: gaps 0.02, 0.02, 0.02 carrying 4, 3, 4 tokens
+    assert s.step_latency.count == 3
+    assert s.step_latency.max == pytest.approx(0.02)
+    assert s.tokens_per_step.count == 3
+    assert s.tokens_per_step.mean == pytest.approx(11 / 3)
+    assert s.tpot.count == 11
+    assert s.tpot_request_mean.mean == pytest.approx(0.06 / 11)
+    assert s.achieved_concurrency == pytest.approx(1.0)
+
+
+def test_zero_token_chunks_anywhere_are_ignored():
+    # a leading empty event (a role-only chunk) does not start the clock of TTFT either
+    with_empty = timings_from_lists([0.0, 0.0], [[0.05, 0.1, 0.2, 0.25], [0.3]], [[0, 1, 2, 0], [0]])
+    without = timings_from_lists([0.0, 0.0], [[0.1, 0.2], []], [[1, 2], []])
+    a, b = summarize_latency(with_empty).to_dict(), summarize_latency(without).to_dict()
+    assert a == b
+    assert a["ttft"]["mean"] == pytest.approx(0.1)
+    assert a["num_requests_without_chunks"] == 1
