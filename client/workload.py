@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from speedbench.schema import PLACEHOLDER_PREFIX
+from speedbench.schema import placeholder_turns
 from speedbench.tokenization.target import TargetTokenizer
 
 PROMPT_MODES = ("chat", "completion")
@@ -84,10 +84,10 @@ def load_conversations(dataset_dir: str | Path, config: str, limit: int | None =
             where = f"{path} row {index} (question_id {row.get('question_id')!r})"
             if not turns or not all(isinstance(t, str) and t for t in turns):
                 raise WorkloadError(f"{where}: field 'turns' must be a non-empty list of non-empty strings")
-            if turns[0].startswith(PLACEHOLDER_PREFIX):
+            if placeholder_turns(turns):
                 raise WorkloadError(
-                    f"{where}: unresolved placeholder row (turns[0] starts with the reference's "
-                    f"placeholder sentence); run `speedbench resolve` on the dataset first")
+                    f"{where}: unresolved placeholder row (turn {placeholder_turns(turns)[0] + 1} starts with the "
+                    f"reference's placeholder sentence); run `speedbench resolve` on the dataset first")
             if str(row["question_id"]) in seen:
                 raise WorkloadError(f"{where}: question_id appears twice (records are keyed by it)")
             seen.add(str(row["question_id"]))

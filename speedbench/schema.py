@@ -21,6 +21,12 @@ CATEGORIES_WITH_DIFFICULTY = ("coding", "humanities", "math", "stem")
 # Rows whose source may not be redistributed start with this sentence (reference format).
 PLACEHOLDER_PREFIX = "FULL BENCHMARK DATA SHOULD BE FETCHED FROM THE SOURCE USING SPECDEC_BENCH"
 
+
+def placeholder_turns(turns) -> list[int]:
+    """Indices of the turns that are placeholders (any turn can be one, not only the first)."""
+    return [i for i, turn in enumerate(turns or ()) if str(turn).startswith(PLACEHOLDER_PREFIX)]
+
+
 ARROW_SCHEMA = pa.schema([
     pa.field("question_id", pa.string()),
     pa.field("category", pa.string()),
@@ -67,7 +73,7 @@ class DatasetRow:
 
     @property
     def is_placeholder(self) -> bool:
-        return self.turns[0].startswith(PLACEHOLDER_PREFIX)
+        return bool(placeholder_turns(self.turns))
 
 
 def rows_to_table(rows: list[DatasetRow]) -> pa.Table:

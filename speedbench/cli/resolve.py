@@ -13,12 +13,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "resolve",
         help="fill placeholder rows (sources that may not be redistributed) from the source files",
         description=(
-            "Rows of sources that may not be redistributed ship as placeholders: turns[0] starts with "
+            "Rows of sources that may not be redistributed ship as placeholders: a turn starts with "
             "'FULL BENCHMARK DATA SHOULD BE FETCHED FROM THE SOURCE USING SPECDEC_BENCH'. This command "
             "rebuilds them from the sources named by src_id. INPUT is a dataset folder written by "
             "'speedbench build' (every data/<config>/*.parquet is resolved) or one parquet file, e.g. "
             "a published nvidia/SPEED-Bench file (pass --config, e.g. throughput_8k, for its length). "
-            "Rows whose source is missing are listed; the exit status is 1 while any is left."
+            "Published rows are rebuilt for HLE, StackSelect and BAMBOO; other published placeholders "
+            "(MT-Bench-101, RoleBench, CoSER, ...) are listed with the reason, and so is any row with a "
+            "placeholder in a later turn; the exit status is 1 while any is left."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )

@@ -121,3 +121,53 @@ def test_own_recipe_with_wrong_sources_is_reported(built_2k, sources_dir):
     broken = replace(row, src_id=row.src_id.replace("@k=", "@k=1"))  # a different cut: wrong length
     _, report = resolve_rows([broken], sources_dir, config="throughput_2k")
     assert len(report.unresolved) == 1 and "tokens" in report.unresolved[0][1]
+
+
+@pytest.mark.parametrize("source, folder", [
+    ("mtbench101/mt-bench-101", "mtbench101"),
+    ("ZenMoore/RoleBench", "rolebench"),
+    ("Neph0s/CoSER", "coser"),
+])
+def test_unresolvable_source_that_the_mirror_holds_is_not_called_missing(sources_dir, source, folder):
+    assert (sources_dir / folder).is_dir()  # the fact the message must agree with
+    row = DatasetRow(category="roleplay", sub_category="x", turns=[PLACEHOLDER_PREFIX], source=source,
+                     src_id="7", question_id="2" * 32)
+    _, report = resolve_rows([row], sources_dir, config="qualitative")
+    [(_, reason)] = report.unresolved
+    assert "not in the mirror" not in reason
+    assert f"{folder}/" in reason and "no resolver" in reason
+
+
+def test_source_absent_from_the_mirror_is_called_missing(sources_dir):
+    assert not (sources_dir / "adaleval" / "textsort").exists()
+    row = DatasetRow(category="low_entropy", sub_category="x", turns=[PLACEHOLDER_PREFIX],
+                     source="AdaLEval/textsort", src_id="textsort_3", question_id="3" * 32)
+    _, report = resolve_rows([row], sources_dir, config="throughput_1k")
+    [(_, reason)] = report.unresolved
+    assert "not in the mirror" in reason
+
+
+def test_placeholder_in_a_later_turn_is_found(sources_dir):
+    row = DatasetRow(category="qa", sub_category="x", turns=["A real first turn.", PLACEHOLDER_PREFIX + " {q}"],
+                     source="mtbench101/mt-bench-101", src_id="5", question_id="4" * 32)
+    assert row.is_placeholder
+    with pytest.raises(UnresolvedPlaceholderError, match="4" * 32):
+        assert_no_placeholders([row])
+    with pytest.raises(UnresolvedPlaceholderError):
+        assert_no_placeholders([{"question_id": "q", "turns": ["fine", PLACEHOLDER_PREFIX]}])
+    resolved, report = resolve_rows([row], sources_dir, config="qualitative")
+    assert report.already_complete == 0 and report.resolved == 0
+    [(qid, reason)] = report.unresolved
+    assert qid == "4" * 32 and "turn 2" in reason
+    assert resolved == [row]
+
+
+def test_workload_refuses_a_placeholder_in_a_later_turn(tmp_path):
+    from speedbench.client.workload import WorkloadError, load_conversations
+
+    rows = [{"question_id": "5" * 32, "category": "qa", "turns": ["A real first turn.", PLACEHOLDER_PREFIX]}]
+    path = tmp_path / "data" / "qualitative" / "test-00000-of-00001.parquet"
+    path.parent.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    with pytest.raises(WorkloadError, match="placeholder"):
+        load_conversations(tmp_path, "qualitative")
