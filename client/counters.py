@@ -1,23 +1,28 @@
 """Prometheus text exposition: scrape an engine's counters and take deltas around a load point.
 
-Only ``name{labels} value`` sample lines matter here; ``# HELP`` / ``# TYPE`` comments are
-skipped. Samples are summed over every label except ``position`` (data-parallel servers label
-each engine), so a delta is a run-level total over the point. Deltas are polluted by any other
-traffic on the server; the results say so.
+The text is parsed with ``prometheus_client.parser`` (the maintained parser: escaping, ``# TYPE``
+families, exemplars). Kept: counter samples (``*_total``), gauges and the ``_sum`` / ``_count`` of
+histograms and summaries; dropped: histogram buckets and every ``*_created`` sample (vLLM
+exposes a ``*_created`` gauge, a Unix timestamp, beside every counter, also with the same
+``position`` labels). Samples are summed over every label except ``position`` (data-parallel
+servers label each engine), so a delta is a run-level total over the point; ``position``-labelled
+samples are kept per metric name and position. Deltas are polluted by any other traffic on the
+server; the results say so.
 """
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 
-_SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)')
-_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+from prometheus_client.parser import text_string_to_metric_families
+
+# The per-position metric whose deltas are the marginal acceptance counts.
+PER_POSITION_SUFFIX = "accepted_tokens_per_pos_total"
 
 
 @dataclass
 class CounterSnapshot:
-    """Totals by metric name, and per-position totals for ``*_per_pos*`` metrics."""
+    """Totals by metric name, and per-position totals for ``position``-labelled metrics."""
 
     totals: dict[str, float] = field(default_factory=dict)
     per_position: dict[str, dict[int, float]] = field(default_factory=dict)
@@ -32,43 +37,44 @@ class CounterSnapshot:
                    {k: {int(p): v for p, v in d.items()} for k, d in data.get("per_position", {}).items()})
 
 
+def _kept(sample_name: str, family_type: str) -> bool:
+    if sample_name.endswith("_created"):
+        return False  # a creation timestamp, not a count
+    if family_type in ("histogram", "gaugehistogram"):
+        return sample_name.endswith(("_sum", "_count"))
+    return True
+
+
 def parse_prometheus(text: str) -> CounterSnapshot:
+    """A snapshot of ``text``; a malformed exposition raises ``ValueError`` naming the problem."""
     snapshot = CounterSnapshot()
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        match = _SAMPLE.match(line)
-        if not match:
-            continue
-        name, labels, value_text = match.groups()
-        try:
-            value = float(value_text)
-        except ValueError:
-            continue
-        if math.isnan(value):
-            continue
-        label_map = dict(_LABEL.findall(labels or ""))
-        if "position" in label_map:
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if not _kept(sample.name, family.type) or math.isnan(sample.value):
+                continue
+            position = sample.labels.get("position")
+            if position is None:
+                snapshot.totals[sample.name] = snapshot.totals.get(sample.name, 0.0) + sample.value
+                continue
             try:
-                position = int(label_map["position"])
+                index = int(position)
             except ValueError:
                 continue
-            by_position = snapshot.per_position.setdefault(name, {})
-            by_position[position] = by_position.get(position, 0.0) + value
-        else:
-            snapshot.totals[name] = snapshot.totals.get(name, 0.0) + value
+            by_position = snapshot.per_position.setdefault(sample.name, {})
+            by_position[index] = by_position.get(index, 0.0) + sample.value
     return snapshot
 
 
 def counter_delta(before: CounterSnapshot, after: CounterSnapshot) -> tuple[dict[str, float], dict[int, float]]:
-    """Differences after - before; returns (totals, accepted-per-position of the first per-pos metric)."""
+    """Differences after - before; returns (totals, per-position deltas of the accepted-per-position
+    counter, ``*accepted_tokens_per_pos_total``, or of the only per-position metric there is)."""
     totals = {name: after.totals[name] - before.totals.get(name, 0.0) for name in after.totals}
+    names = [n for n in after.per_position if n.endswith(PER_POSITION_SUFFIX)] or \
+        (list(after.per_position) if len(after.per_position) == 1 else [])
     per_position: dict[int, float] = {}
-    for name, positions in after.per_position.items():
-        earlier = before.per_position.get(name, {})
-        per_position = {p: v - earlier.get(p, 0.0) for p, v in positions.items()}
-        break
+    if names:
+        earlier = before.per_position.get(names[0], {})
+        per_position = {p: v - earlier.get(p, 0.0) for p, v in sorted(after.per_position[names[0]].items())}
     return totals, per_position
 
 
@@ -81,5 +87,5 @@ async def scrape(session, url: str) -> CounterSnapshot | None:
             if response.status != 200:
                 return None
             return parse_prometheus(await response.text())
-    except (aiohttp.ClientError, TimeoutError):
-        return None
+    except (aiohttp.ClientError, TimeoutError, ValueError):
+        return None  # unreachable or not Prometheus text: counters are an absent source

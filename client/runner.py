@@ -140,8 +140,7 @@ def execute_run(options: RunOptions, log=print) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     adapter_class = get_adapter(options.engine)
     adapter = adapter_class(options.url, options.sampling, options.model, options.extra_body)
-    if options.engine == "trtllm":
-        adapter.build_payload([0])  # fails early on fields trtllm-serve would reject
+    adapter.check_options()  # fails early on fields the engine would reject
     tokenizer = TargetTokenizer.from_folder(options.tokenizer)
     conversations = load_conversations(options.dataset, options.config, options.limit)
     if not conversations:

@@ -18,10 +18,34 @@ stamped with the arrival of its first event; ``chunks_are_steps`` says whether t
 could do so (otherwise a chunk may be a token or several merged steps).
 
 ``engine_stats`` is the engine's own per-request speculative-decoding report, normalized into
-``EngineSpecStats`` (with the raw fields kept in ``raw``). ``verify_steps`` counts the
-verification (decode) passes after the prefill, the prefill's single token excluded, so that
-``output_tokens = 1 + verify_steps + accepted_tokens`` for a request whose last step was not cut
-and ``AL = 1 + accepted_tokens / verify_steps`` (vLLM's definition) for every engine.
+``EngineSpecStats`` (with the raw fields kept in ``raw``).
+
+Step definitions (one set, used by every engine adapter, the results, the report and the board;
+see ``speedbench.metrics.steps``):
+
+- a *decode step* is one forward pass of the target model after the prefill; it emits
+  ``1 + j`` tokens when it accepted ``j`` draft tokens, ``j = 0`` when it carried no draft;
+- a *drafted step* (verification step) is a decode step that carried at least one draft token.
+  With draft-model / EAGLE speculation every decode step is drafted; with n-gram (prompt lookup)
+  speculation only the steps whose n-gram matched are (vLLM: ``num_spec_steps`` 34 of 63);
+- ``drafted_tokens`` = draft tokens proposed, ``accepted_tokens`` = draft tokens accepted, as the
+  engine counts them: engines count drafts accepted on a last step that ``max_tokens`` cut, which
+  are never emitted (``accepted_past_max_tokens``; vLLM: 36 counted, 35 emitted).
+
+Identities every record satisfies (``output_tokens`` includes the prefill's token):
+``output_tokens = 1 + decode_steps + accepted_tokens - accepted_past_max_tokens``;
+``drafted_steps <= decode_steps``; ``accepted_tokens <= drafted_tokens``;
+``accepted_past_max_tokens > 0`` only when ``finish_reason`` is ``"length"``.
+
+Two figures follow, named everywhere: the *acceptance length over drafted steps*
+``AL = 1 + accepted_tokens / drafted_steps`` (vLLM's ``mean_acceptance_length``) and the
+*tokens per decode step* ``(output_tokens - 1) / decode_steps``, which is what Appendix G's
+``S = t_ar * AL / t_sd`` needs, since ``t_sd`` is the mean over all decode steps.
+
+``verify_steps`` (format version 1, kept) is the denominator of the engine's own AL: drafted
+steps for vLLM, SGLang and TensorRT-LLM, decode steps for llama.cpp (whose per-request timings do
+not say which steps drafted). Readers use ``decode_steps`` / ``drafted_steps`` when present and
+derive them from ``verify_steps`` otherwise (``speedbench.metrics.steps.record_steps``).
 """
 from __future__ import annotations
 
@@ -31,7 +55,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-RECORD_FORMAT_VERSION = 1
+RECORD_FORMAT_VERSION = 1  # fields were only added since version 1; no meaning changed
+
+# The files of a run folder (one definition; the client, the report and the board import these).
+MANIFEST_NAME = "manifest.json"
+RECORDS_NAME = "records.jsonl"
+COUNTERS_NAME = "counters.jsonl"
+RESULTS_NAME = "results.json"
 
 
 @dataclass
@@ -40,11 +70,18 @@ class EngineSpecStats:
 
     source: where they came from, e.g. ``"llamacpp.timings"``, ``"vllm.metrics"``,
     ``"sglang.meta_info"``, ``"trtllm.avg_decoded_tokens_per_iter"``.
-    verify_steps: verification passes after the prefill (the prefill's token excluded).
-    draft_tokens: draft tokens proposed; accepted_tokens: draft tokens accepted.
-    acceptance_histogram: h_0..h_K, steps that accepted exactly j draft tokens (if reported).
-    draft_length: K as the engine reports it (if it does).
+    verify_steps: the denominator of the engine's own AL (drafted steps, or decode steps for
+    llama.cpp); kept for format version 1 readers.
+    draft_tokens: draft tokens proposed; accepted_tokens: draft tokens accepted (as the engine
+    counts them, including any accepted past ``max_tokens``).
+    acceptance_histogram: h_0..h_K over drafted steps, steps that accepted exactly j draft tokens
+    (if reported; SGLang's is only as long as the largest count accepted, so it may be shorter).
+    draft_length: K as the engine reports it (if it does; never inferred from a histogram).
     exact: False when the engine only gives a rounded proxy (TensorRT-LLM's average).
+    decode_steps: every decode step after the prefill (drafted or not).
+    drafted_steps: decode steps that carried a draft (None when the engine does not say).
+    accepted_past_max_tokens: accepted drafts counted but not emitted because ``max_tokens`` cut
+    the last step.
     """
 
     source: str
@@ -55,6 +92,10 @@ class EngineSpecStats:
     draft_length: int | None = None
     exact: bool = True
     raw: dict[str, Any] = field(default_factory=dict)
+    # Added in the step-definition revision (None in older records: derive them, see module doc).
+    decode_steps: int | None = None
+    drafted_steps: int | None = None
+    accepted_past_max_tokens: int | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> "EngineSpecStats | None":

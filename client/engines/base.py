@@ -84,6 +84,10 @@ class EngineAdapter:
     stream_ends_with_done = True
     # Whether the adapter merges one step's events into one chunk (``step_key``).
     chunks_are_steps = True
+    # Route of exact per-request statistics fetched after a load point (TensorRT-LLM), or None.
+    perf_metrics_path: str | None = None
+    # K when the engine's statistics do not carry it (SGLang: from the server info).
+    draft_length: int | None = None
 
     def __init__(self, url: str, sampling: SamplingOptions | None = None, model: str | None = None,
                  extra_body: dict[str, Any] | None = None):
@@ -93,6 +97,9 @@ class EngineAdapter:
         self.extra_body = dict(extra_body or {})
 
     # -- request ----------------------------------------------------------------------------
+    def check_options(self) -> None:
+        """Raise ``ValueError`` for options the engine would reject (called once, before a run)."""
+
     def build_payload(self, prompt_ids: list[int]) -> dict[str, Any]:
         raise NotImplementedError
 

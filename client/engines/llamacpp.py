@@ -6,7 +6,9 @@ tokens, so the per-event delta is exact) and ``predicted_ms``, which only advanc
 forward pass finishes. Events of one verification step therefore share ``predicted_ms``; the
 adapter uses it as the step key, so chunks become steps. The final event's
 ``timings.draft_n`` / ``draft_n_accepted`` give the request's statistics:
-verify_steps = completion_tokens - draft_n_accepted - 1 (the prefill token excluded).
+decode steps = completion_tokens - draft_n_accepted - 1 (the prefill token excluded). These are
+all decode steps; the Prometheus ``llamacpp:spec_decode_num_drafts_total`` counts
+``n_draft_verif_steps``, the steps that carried a draft, so the two are compared by tokens.
 ``cache_prompt`` is off so that repeated prompts are measured in full.
 """
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 from speedbench.client.engines.base import CounterAcceptance, EngineAdapter, StreamState, get_json
 from speedbench.client.engines.openai import completion_payload, parse_openai_completion_event
+from speedbench.metrics.steps import derive_decode_steps
 from speedbench.records import EngineSpecStats
 
 
@@ -52,10 +55,15 @@ class LlamaCppAdapter(EngineAdapter):
         if "draft_n" not in timings:
             # Nothing was drafted: every token after the prefill came from its own step.
             return EngineSpecStats(source="llamacpp.timings", verify_steps=max(0, tokens - 1), draft_tokens=0,
-                                   accepted_tokens=0, raw=raw)
+                                   accepted_tokens=0, raw=raw, decode_steps=max(0, tokens - 1), drafted_steps=0,
+                                   accepted_past_max_tokens=0)
         accepted = int(timings.get("draft_n_accepted", 0))
-        return EngineSpecStats(source="llamacpp.timings", verify_steps=max(0, tokens - accepted - 1),
-                               draft_tokens=int(timings["draft_n"]), accepted_tokens=accepted, raw=raw)
+        # The timings say nothing of which steps drafted (the server's counters count those,
+        # n_draft_verif_steps); verify_steps here are decode steps, and drafted_steps is unknown.
+        decode, past = derive_decode_steps(tokens, accepted, None)
+        return EngineSpecStats(source="llamacpp.timings", verify_steps=decode,
+                               draft_tokens=int(timings["draft_n"]), accepted_tokens=accepted, raw=raw,
+                               decode_steps=decode, drafted_steps=None, accepted_past_max_tokens=past)
 
     async def describe_server(self, session) -> dict[str, Any]:
         info = await super().describe_server(session)

@@ -5,7 +5,12 @@ Each SSE event carries the *cumulative* ``text`` (unless the server runs with
 of the latter is the step's token count. The final event's ``meta_info`` carries
 ``spec_verify_ct`` and, in newer releases, ``spec_num_correct_drafts`` /
 ``spec_num_proposed_drafts`` / a histogram (names vary across releases, parsed defensively).
-``finish_reason`` is an object (``{"type": "length", "length": N}``). SGLang's own
+``finish_reason`` is an object (``{"type": "length", "length": N}``). The histogram
+``spec_correct_drafts_histogram`` grows only as far as the largest count a request accepted
+(``Req.update_spec_correct_drafts_histogram``), so its length is not K + 1, and
+``spec_cap_length`` is a per-step mean: K comes from ``/get_server_info`` or ``--draft-length``.
+Older releases name the counts ``spec_accept_token_num`` / ``spec_draft_token_num``. SGLang's
+Prometheus metrics exist only with ``--enable-metrics``. SGLang's own
 ``spec_accept_length`` = completion_tokens / spec_verify_ct counts the prefill token too; the
 normalized statistics use 1 + accepted / verify_steps like the other engines.
 """
@@ -21,9 +26,30 @@ from speedbench.client.engines.base import (
     get_json,
     require,
 )
+from speedbench.metrics.steps import derive_decode_steps
 from speedbench.records import EngineSpecStats
 
 _HISTOGRAM_KEYS = ("spec_correct_drafts_histogram", "spec_accept_histogram", "spec_acceptance_histogram")
+# Newer releases name the counts spec_num_correct_drafts / spec_num_proposed_drafts, older ones
+# spec_accept_token_num / spec_draft_token_num.
+_ACCEPTED_KEYS = ("spec_num_correct_drafts", "spec_accept_token_num")
+_DRAFTED_KEYS = ("spec_num_proposed_drafts", "spec_draft_token_num")
+
+
+def _first(meta: dict[str, Any], keys: tuple[str, ...]) -> int | None:
+    value = next((meta[k] for k in keys if meta.get(k) is not None), None)
+    return None if value is None else int(value)
+
+
+def draft_length_from_server_info(server_info: dict[str, Any] | None) -> int | None:
+    """K from ``/get_server_info``: ``speculative_num_draft_tokens`` counts the verified token
+    too (K + 1 for a chain draft), else ``speculative_num_steps``."""
+    info = server_info or {}
+    if info.get("speculative_num_draft_tokens"):
+        return max(0, int(info["speculative_num_draft_tokens"]) - 1)
+    if info.get("speculative_num_steps"):
+        return int(info["speculative_num_steps"])
+    return None
 
 
 class SGLangAdapter(EngineAdapter):
@@ -70,21 +96,28 @@ class SGLangAdapter(EngineAdapter):
         meta = state.extra.get("meta") or {}
         if meta.get("spec_verify_ct") is None:
             return None
+        # Every SGLang decode step (EAGLE / n-gram / draft model) is one verify call.
         verify = int(meta["spec_verify_ct"])
         tokens = int(meta.get("completion_tokens", state.tokens_total))
-        accepted = meta.get("spec_num_correct_drafts")
+        accepted = _first(meta, _ACCEPTED_KEYS)
         if accepted is None:
             accepted = max(0, tokens - verify - 1)
-        histogram = next((meta[k] for k in _HISTOGRAM_KEYS if isinstance(meta.get(k), list)), None)
+        histogram = next((list(meta[k]) for k in _HISTOGRAM_KEYS if isinstance(meta.get(k), list)), None)
         raw = {k: v for k, v in meta.items() if k.startswith("spec_") or k == "completion_tokens"}
+        decode, past = derive_decode_steps(tokens, int(accepted), verify)
         return EngineSpecStats(
             source="sglang.meta_info",
             verify_steps=verify,
-            draft_tokens=meta.get("spec_num_proposed_drafts"),
+            draft_tokens=_first(meta, _DRAFTED_KEYS),
             accepted_tokens=int(accepted),
             acceptance_histogram=histogram,
-            draft_length=(len(histogram) - 1) if histogram else meta.get("spec_cap_length"),
+            # Neither the histogram (it grows only to the largest count accepted) nor
+            # spec_cap_length (a per-step mean) is K: K comes from the server info or the user.
+            draft_length=self.draft_length,
             raw=raw,
+            decode_steps=decode,
+            drafted_steps=verify,
+            accepted_past_max_tokens=past,
         )
 
     async def describe_server(self, session) -> dict[str, Any]:

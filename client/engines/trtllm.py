@@ -5,7 +5,12 @@ Its request models forbid unknown fields, so the payload holds only fields the s
 carries cumulative ``usage.completion_tokens``. Each streamed choice carries
 ``avg_decoded_tokens_per_iter``, the request's decoded tokens per iteration: a rounded proxy of
 the acceptance length (``exact`` False in the statistics). Prometheus lives at
-``/prometheus/metrics``; the optional per-request ``/perf_metrics`` is not matched to requests.
+``/prometheus/metrics``, which exists only when the server runs with ``return_perf_metrics``, and
+its speculative counters only with ``enable_iter_perf_stats``. ``GET /perf_metrics`` (with
+``return_perf_metrics`` and ``perf_metrics_max_requests``) returns, and empties, the finished
+requests' entries: ``request_id`` (the stream's id is ``cmpl-<request_id>``) and
+``perf_metrics.speculative_decoding{total_draft_tokens, total_accepted_draft_tokens}``, an exact
+per-request source (:func:`stats_from_perf_metrics`, joined to records by the runner).
 """
 from __future__ import annotations
 
@@ -13,21 +18,38 @@ from typing import Any
 
 from speedbench.client.engines.base import CounterAcceptance, EngineAdapter, StreamState, get_json
 from speedbench.client.engines.openai import completion_payload, parse_openai_completion_event
+from speedbench.metrics.steps import derive_decode_steps
 from speedbench.records import EngineSpecStats
 
-# Fields trtllm-serve's CompletionRequest accepts that we may send.
-ALLOWED_FIELDS = frozenset({"model", "prompt", "max_tokens", "temperature", "top_p", "seed", "stream",
-                            "stream_options", "ignore_eos", "top_k", "stop", "min_tokens"})
+# Fields trtllm-serve's CompletionRequest declares (tensorrt_llm/serve/openai_protocol.py, 1.2);
+# its models forbid anything else (extra="forbid"), so --extra-body is checked against this set.
+ALLOWED_FIELDS = frozenset({
+    "model", "prompt", "best_of", "echo", "frequency_penalty", "logit_bias", "logprobs", "max_tokens", "n",
+    "presence_penalty", "seed", "stop", "stream", "stream_options", "suffix", "temperature", "top_p", "user",
+    "lora_request", "prompt_ignore_length", "use_beam_search", "top_k", "top_p_min", "min_p",
+    "repetition_penalty", "length_penalty", "early_stopping", "stop_token_ids", "include_stop_str_in_output",
+    "ignore_eos", "min_tokens", "skip_special_tokens", "spaces_between_special_tokens",
+    "truncate_prompt_tokens", "return_context_logits", "detokenize", "thinking_token_budget",
+    "add_special_tokens", "response_format", "disaggregated_params", "priority", "conversation_params"})
+STREAM_OPTIONS = frozenset({"include_usage", "continuous_usage_stats"})
+PERF_METRICS_PATH = "/perf_metrics"
 
 
 class TrtLlmAdapter(EngineAdapter):
     name = "trtllm"
     metrics_path = "/prometheus/metrics"
+    perf_metrics_path = PERF_METRICS_PATH
+
+    def check_options(self) -> None:
+        """Refuse, before any request, fields trtllm-serve would reject with HTTP 400."""
+        unknown = sorted(set(self.extra_body) - ALLOWED_FIELDS)
+        unknown += [f"stream_options.{k}" for k in sorted(set(self.extra_body.get("stream_options") or {})
+                                                            - STREAM_OPTIONS)]
+        if unknown:
+            raise ValueError(f"trtllm rejects unknown request fields: {', '.join(unknown)}")
 
     def build_payload(self, prompt_ids: list[int]) -> dict[str, Any]:
-        unknown = set(self.extra_body) - ALLOWED_FIELDS
-        if unknown:
-            raise ValueError(f"trtllm rejects unknown request fields: {', '.join(sorted(unknown))}")
+        self.check_options()
         return completion_payload(
             self, prompt_ids, model=self.model or "", ignore_eos=self.sampling.ignore_eos,
             stream_options={"include_usage": True, "continuous_usage_stats": True})
@@ -65,3 +87,31 @@ class TrtLlmAdapter(EngineAdapter):
             draft_tokens=delta.get("trtllm_spec_decode_num_draft_tokens_total"),
             accepted_tokens=delta.get("trtllm_spec_decode_num_accepted_tokens_total"),
         )
+
+
+def perf_metrics_by_response_id(entries: Any) -> dict[str, dict[str, Any]]:
+    """``/perf_metrics`` entries keyed by the stream id they belong to (``cmpl-<request_id>``)."""
+    out: dict[str, dict[str, Any]] = {}
+    for entry in entries if isinstance(entries, list) else []:
+        if isinstance(entry, dict) and entry.get("request_id") is not None:
+            out[f"cmpl-{entry['request_id']}"] = entry
+    return out
+
+
+def stats_from_perf_metrics(entry: dict[str, Any], output_tokens: int,
+                            draft_length: int | None) -> EngineSpecStats | None:
+    """Exact per-request statistics from one ``/perf_metrics`` entry (None without speculation).
+
+    Drafted steps are ``total_draft_tokens / K`` when K is known (every TensorRT-LLM drafted step
+    proposes K tokens); decode steps follow from the output length (``speedbench.metrics.steps``).
+    """
+    spec = ((entry.get("perf_metrics") or {}).get("speculative_decoding")) or {}
+    drafted, accepted = spec.get("total_draft_tokens"), spec.get("total_accepted_draft_tokens")
+    if drafted is None or accepted is None:
+        return None
+    drafted_steps = int(drafted) // draft_length if draft_length and int(drafted) % draft_length == 0 else None
+    decode, past = derive_decode_steps(output_tokens, int(accepted), drafted_steps)
+    return EngineSpecStats(source="trtllm.perf_metrics", verify_steps=drafted_steps, draft_tokens=int(drafted),
+                           accepted_tokens=int(accepted), draft_length=draft_length,
+                           raw={"request_id": entry.get("request_id"), **spec}, decode_steps=decode,
+                           drafted_steps=drafted_steps, accepted_past_max_tokens=past)

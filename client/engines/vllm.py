@@ -6,9 +6,13 @@ cumulative ``usage.completion_tokens``, exact deltas even when text is empty) an
 ``metrics.speculative_decoding`` when the server runs with
 ``--per-request-spec-decode-metrics`` (experimental: absent otherwise, then chunks and
 counters remain). Prometheus counters ``vllm:spec_decode_*`` at ``/metrics``.
-vLLM coalesces tokens of several steps into one chunk when the client lags or
-``--stream-interval`` > 1, so chunks are steps only as long as no chunk exceeds K+1 tokens; the
-results flag it.
+
+Observed on a real vLLM 0.32.0 (``docs``/wire captures): ``num_spec_steps`` and
+``vllm:spec_decode_num_drafts_total`` count *drafted* steps only (with n-gram speculation some
+decode steps carry no draft), drafts accepted on a last step cut by ``max_tokens`` are counted
+though not emitted, chunks after the first carry ``"prompt_token_ids": null``, the usage chunk
+carries ``system_fingerprint``, and the frontend merges several steps into one chunk at times,
+even at concurrency 1, so chunks are a fallback (the results detect and report merged chunks).
 """
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ from typing import Any
 
 from speedbench.client.engines.base import CounterAcceptance, EngineAdapter, StreamState, get_json
 from speedbench.client.engines.openai import completion_payload, parse_openai_completion_event
+from speedbench.metrics.steps import derive_decode_steps
 from speedbench.records import EngineSpecStats
 
 
@@ -41,14 +46,24 @@ class VllmAdapter(EngineAdapter):
         spec = state.extra.get("spec")
         if not spec:
             return None
+        drafted_steps = spec.get("num_spec_steps")
+        accepted = spec.get("num_accepted_draft_tokens")
+        decode = past = None
+        if accepted is not None:
+            # num_spec_steps counts drafted steps only (n-gram: some steps carry no draft), and
+            # drafts accepted on a step cut by max_tokens are counted though not emitted.
+            decode, past = derive_decode_steps(state.tokens_total, accepted, drafted_steps)
         return EngineSpecStats(
             source="vllm.metrics",
-            verify_steps=spec.get("num_spec_steps"),
+            verify_steps=drafted_steps,
             draft_tokens=spec.get("num_draft_tokens"),
-            accepted_tokens=spec.get("num_accepted_draft_tokens"),
+            accepted_tokens=accepted,
             acceptance_histogram=spec.get("acceptance_histogram"),
             draft_length=spec.get("num_spec_tokens"),
             raw=spec,
+            decode_steps=decode,
+            drafted_steps=drafted_steps,
+            accepted_past_max_tokens=past,
         )
 
     async def describe_server(self, session) -> dict[str, Any]:

@@ -1,0 +1,104 @@
+"""One definition of a step: decode steps, drafted steps, and the two figures built on them.
+
+A *decode step* is one target forward pass after the prefill; it emits ``1 + j`` tokens when it
+accepted ``j`` draft tokens. A *drafted step* carried at least one draft token (every decode
+step with draft-model / EAGLE speculation; only some with n-gram speculation). For a request
+with ``T`` output tokens (the prefill's token included), ``D`` decode steps, ``A`` accepted drafts
+as the engine counts them and ``P`` of those accepted past ``max_tokens`` (never emitted):
+
+    ``T = 1 + D + A - P``
+
+- acceptance length over drafted steps ``AL = 1 + A / S_drafted`` (vLLM's
+  ``mean_acceptance_length``, SGLang's and llama.cpp's counters);
+- tokens per decode step ``(T - 1) / D`` (what Appendix G's ``S = t_ar * AL / t_sd`` needs:
+  ``t_sd`` is the mean over all decode steps).
+
+The two are equal when every decode step drafts and nothing was cut at ``max_tokens``.
+Engines report ``A`` and usually ``S_drafted`` but not ``D``; :func:`derive_decode_steps` gets it
+from the identity. See ``speedbench/records.py`` for the record fields.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+# The names used in results, the report and the board for the two figures.
+AL_DRAFTED = "acceptance_length_drafted"  # 1 + accepted / drafted steps
+TOKENS_PER_DECODE_STEP = "tokens_per_decode_step"  # (output tokens - 1) / decode steps
+
+
+def derive_decode_steps(output_tokens: int, accepted_tokens: int, drafted_steps: int | None) -> tuple[int, int]:
+    """``(decode_steps, accepted_past_max_tokens)`` from a request's output length and the engine's counts.
+
+    ``T - 1 - A`` decode steps would have emitted the output if every accepted draft was emitted;
+    drafts accepted past ``max_tokens`` make that too small, and the drafted steps are a lower
+    bound of the decode steps, so ``D = max(S_drafted, T - 1 - A)`` and ``P = D + A - (T - 1)``.
+    Exact whenever every decode step drafts (draft-model speculation: vLLM's 12 steps, 36
+    accepted, 48 tokens give D = 12, P = 1); with partial drafting (n-gram) and a cut last step
+    it can undercount D by the drafts cut, at most K.
+    """
+    emitted_after_prefill = max(0, int(output_tokens) - 1)
+    accepted = max(0, int(accepted_tokens))
+    decode = max(0, emitted_after_prefill - accepted)
+    if drafted_steps is not None:
+        decode = max(decode, int(drafted_steps))
+    past = max(0, decode + accepted - emitted_after_prefill)
+    return decode, past
+
+
+@dataclass(frozen=True)
+class StepCounts:
+    """One request's counts under the step definitions above (None: the source does not say)."""
+
+    decode_steps: int
+    drafted_steps: int | None
+    drafted_tokens: int | None
+    accepted_tokens: int
+    accepted_past_max_tokens: int
+    output_tokens: int
+
+    @property
+    def decode_tokens(self) -> int:
+        """Tokens emitted by the decode steps (the prefill's token excluded)."""
+        return max(0, self.output_tokens - 1)
+
+
+def record_steps(record) -> StepCounts | None:
+    """The engine's per-request counts of a ``TurnRecord`` (None without exact statistics).
+
+    Uses ``decode_steps`` / ``drafted_steps`` when the record has them; records written before
+    they existed are read by engine: ``verify_steps`` is drafted steps for vLLM / SGLang /
+    TensorRT-LLM statistics and decode steps for llama.cpp's.
+    """
+    stats = record.engine_stats
+    if stats is None or stats.accepted_tokens is None or not stats.exact:
+        return None
+    drafted_steps = stats.drafted_steps
+    if drafted_steps is None and stats.decode_steps is None and stats.verify_steps is not None:
+        if not str(stats.source).startswith("llamacpp"):
+            drafted_steps = stats.verify_steps
+    if drafted_steps is None and stats.acceptance_histogram:
+        drafted_steps = int(sum(stats.acceptance_histogram))
+    if stats.decode_steps is not None:
+        decode = int(stats.decode_steps)
+        past = int(stats.accepted_past_max_tokens or 0)
+    elif drafted_steps is None and stats.verify_steps is None:
+        return None
+    else:
+        decode, past = derive_decode_steps(record.output_tokens, stats.accepted_tokens, drafted_steps)
+    return StepCounts(decode_steps=decode, drafted_steps=drafted_steps, drafted_tokens=stats.draft_tokens,
+                      accepted_tokens=int(stats.accepted_tokens), accepted_past_max_tokens=past,
+                      output_tokens=int(record.output_tokens))
+
+
+def tokens_per_decode_step(decode_tokens, decode_steps) -> np.ndarray:
+    """``(T - 1) / D`` summed over requests; NaN where there are no decode steps."""
+    t = np.asarray(decode_tokens, dtype=np.float64)
+    d = np.asarray(decode_steps, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return t / d
+
+
+__all__ = ["AL_DRAFTED", "TOKENS_PER_DECODE_STEP", "StepCounts", "derive_decode_steps", "record_steps",
+           "tokens_per_decode_step"]
