@@ -10,7 +10,6 @@ model's own answers and are tokenized by the worker that runs the conversation.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,21 +45,10 @@ def config_files(dataset_dir: str | Path, config: str) -> list[Path]:
 
 
 def dataset_fingerprint(dataset_dir: str | Path, config: str) -> str:
-    """Content fingerprint of one config: sha256 over the sorted sha256s of its rows.
-
-    Each row is hashed as canonical JSON of all its fields, so the fingerprint names the prompts
-    themselves: it does not change when other configs are added to the folder, when the parquet
-    writer changes, or with the row order. This is what a run and the leaderboard identify a
-    dataset build by.
-    """
-    import pyarrow.parquet as pq
-
-    row_hashes = []
-    for path in config_files(dataset_dir, config):
-        for row in pq.ParquetFile(path).read().to_pylist():
-            canonical = json.dumps(row, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-            row_hashes.append(hashlib.sha256(canonical.encode("utf-8")).hexdigest())
-    return hashlib.sha256("\n".join(sorted(row_hashes)).encode("ascii")).hexdigest()
+    """Content fingerprint of one config (``speedbench.fingerprint.dataset_fingerprint``, which the
+    leaderboard shares); a missing config is a :class:`WorkloadError` here."""
+    config_files(dataset_dir, config)
+    return core_dataset_fingerprint(dataset_dir, config)
 
 
 def dataset_manifest_hash(dataset_dir: str | Path) -> str:

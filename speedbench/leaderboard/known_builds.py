@@ -1,7 +1,7 @@
 """The SPEED-Bench dataset builds a submission may declare, and the check that its records match.
 
 A run's manifest names its dataset config and the dataset fingerprint the client recorded
-(``dataset_config_sha256``: :func:`speedbench.client.workload.dataset_fingerprint`, a hash of
+(``dataset_config_sha256``: :func:`speedbench.fingerprint.dataset_fingerprint`, a hash of
 the config's rows, independent of the folder's other configs and of the parquet writer). The leaderboard accepts only
 configs of builds it knows; each build is described by a small JSON file (``describe_dataset``
 writes one from a built dataset folder)::
@@ -24,7 +24,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from speedbench.fingerprint import dataset_fingerprint
 from speedbench.leaderboard.schema import BundleRejected
+
+__all__ = ["KnownBuild", "KnownBuilds", "KnownConfig", "dataset_fingerprint", "describe_dataset"]
 
 PACKAGED_DIR = Path(__file__).with_name("build_descriptors")
 
@@ -51,13 +54,6 @@ class KnownBuild:
         configs = {name: KnownConfig(name, str(v["dataset_config_sha256"]), dict(v["questions"]))
                    for name, v in data["configs"].items()}
         return cls(name=str(data["name"]), configs=configs)
-
-
-def dataset_fingerprint(dataset_dir: str | Path, config: str) -> str:
-    """The hash ``speedbench run`` records for this config of this folder (the client's own function)."""
-    from speedbench.client.workload import dataset_fingerprint as client_fingerprint
-
-    return client_fingerprint(Path(dataset_dir), config)
 
 
 def describe_dataset(dataset_dir: str | Path, name: str | None = None) -> KnownBuild:

@@ -1,0 +1,39 @@
+"""The content fingerprint of one dataset config: what a run and the leaderboard identify a build by.
+
+It lives in the core because both the measurement client (which records it in a run's
+``manifest.json``) and the leaderboard (which checks it against known builds) need it, and the
+core never imports the client.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+
+def config_parquet_files(dataset_dir: str | Path, config: str) -> list[Path]:
+    """The parquet files of ``config`` in a dataset folder (``data/<config>/*.parquet``), sorted."""
+    folder = Path(dataset_dir) / "data" / config
+    files = sorted(folder.glob("*.parquet"))
+    if not files:
+        available = sorted(p.name for p in (Path(dataset_dir) / "data").glob("*") if p.is_dir())
+        raise FileNotFoundError(f"{folder}: no parquet files for config {config!r} "
+                                f"(configs present: {', '.join(available) or 'none'})")
+    return files
+
+
+def dataset_fingerprint(dataset_dir: str | Path, config: str) -> str:
+    """Content fingerprint of one config: sha256 over the sorted sha256s of its rows.
+
+    Each row is hashed as canonical JSON of all its fields, so the fingerprint names the prompts
+    themselves: it does not change when other configs are added to the folder, when the parquet
+    writer changes, or with the row order.
+    """
+    import pyarrow.parquet as pq
+
+    row_hashes = []
+    for path in config_parquet_files(dataset_dir, config):
+        for row in pq.ParquetFile(path).read().to_pylist():
+            canonical = json.dumps(row, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+            row_hashes.append(hashlib.sha256(canonical.encode("utf-8")).hexdigest())
+    return hashlib.sha256("\n".join(sorted(row_hashes)).encode("ascii")).hexdigest()
