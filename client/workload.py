@@ -13,6 +13,7 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from speedbench.fingerprint import dataset_fingerprint as core_dataset_fingerprint
 from speedbench.schema import placeholder_turns
 from speedbench.tokenization.target import TargetTokenizer
 
