@@ -1,7 +1,7 @@
 """Local stand-in servers that speak vLLM's, SGLang's and TensorRT-LLM's wire formats exactly.
 
 vLLM, SGLang and TensorRT-LLM need GPUs; these aiohttp servers on 127.0.0.1 answer the same
-routes with the same JSON shapes (``../shared/docs/engine-wire-formats.md``), quirks included:
+routes with the same JSON shapes (``docs/engine-wire-formats.md``), quirks included:
 TensorRT-LLM rejects unknown request fields with a 400 error, SGLang streams cumulative text
 and cumulative ``meta_info.completion_tokens``, vLLM streams continuous usage, token ids and a
 final ``metrics.speculative_decoding`` object, and each serves its Prometheus counters.

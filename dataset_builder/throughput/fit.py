@@ -2,7 +2,7 @@
 
 A Throughput prompt is ``head + body + tail``: ``head`` and ``tail`` carry the task instruction
 (and e.g. the question) and are never cut; ``body`` is the long context (code, book passages,
-demonstrations, dialogue) and is cut at a token boundary. The paper's rule (reference-notes.md):
+demonstrations, dialogue) and is cut at a token boundary. The paper's rule (docs/reference.md):
 
 - too long: keep the first tokens (this can cut a word);
 - too short: append the neutral suffix ``"Answer now please.\\n"`` (the reference code's

@@ -1,4 +1,4 @@
-"""Latency and throughput from per-request timestamps (paper Sec. 6; reference-notes.md).
+"""Latency and throughput from per-request timestamps (paper Sec. 6; docs/metrics.md).
 
 Per request: send time ``t0`` (the *scheduled* send time for open-loop loads), receive
 times ``t_1..t_N`` of its N streamed chunks, and the tokens ``n_1..n_N`` in each chunk.

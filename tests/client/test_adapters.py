@@ -1,4 +1,4 @@
-"""Adapters and parsers on the documented event shapes (engine-wire-formats.md), by hand."""
+"""Adapters and parsers on the documented event shapes (docs/engine-wire-formats.md), by hand."""
 from __future__ import annotations
 
 import pytest
