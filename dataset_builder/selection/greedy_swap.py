@@ -15,12 +15,21 @@ maintained sums: ``Delta = m_c - m_o - C[c, p(o)] + C[o, p(o)]``. Each step eval
 k (N - k) swaps at once (vectorised), applies the best one if it lowers f, and updates ``m`` and
 one column of ``C`` with one matrix-vector product. It stops when no swap lowers f by more than
 ``tolerance`` (a local optimum for single swaps) or after ``max_swaps``.
+
+Near-ties (``exact.py``): the maintained sums are float32 products, so each choice takes the
+shortlist of candidates within ``tolerance`` plus the arithmetic's error bound of the best, and
+decides on exact rescoring: lowest index among those within ``tolerance`` of the best. This is
+the reference implementation; ``faiss_select.py`` makes the same choices over a FAISS index
+without the N x k state.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from speedbench.dataset_builder.selection.exact import (TIE_TOLERANCE, float32_error_bound, greedy_pick,
+                                                        selected_sum, swap_pick)
 
 
 @dataclass
@@ -44,13 +53,19 @@ def _as_float(embeddings: np.ndarray) -> np.ndarray:
     return x if x.dtype in (np.float32, np.float64) else x.astype(np.float32)
 
 
-def greedy(embeddings: np.ndarray, k: int, rng: np.random.Generator, start: int | None = None) -> Selection:
+def first_row(n: int, k: int, rng: np.random.Generator, start: int | None) -> int:
+    """The seeded random start of Algorithm 1 (shared by every backend)."""
+    if not 0 < k <= n:
+        raise ValueError(f"cannot choose {k} of {n} candidates")
+    return int(rng.integers(n)) if start is None else int(start)
+
+
+def greedy(embeddings: np.ndarray, k: int, rng: np.random.Generator, start: int | None = None,
+           tolerance: float = TIE_TOLERANCE) -> Selection:
     """Phase 1 of Algorithm 1 (O(k N d))."""
     x = _as_float(embeddings)
     n = len(x)
-    if not 0 < k <= n:
-        raise ValueError(f"cannot choose {k} of {n} candidates")
-    first = int(rng.integers(n)) if start is None else int(start)
+    first = first_row(n, k, rng, start)
     sums = np.zeros(n, dtype=np.float64)
     columns = np.empty((n, k), dtype=np.float64)
     chosen = np.empty(k, dtype=np.int64)
@@ -63,7 +78,9 @@ def greedy(embeddings: np.ndarray, k: int, rng: np.random.Generator, start: int 
         sums += columns[:, position]
         if position + 1 < k:
             masked = np.where(taken, np.inf, sums)
-            current = int(np.argmin(masked))
+            slack = float32_error_bound(x.shape[1], x.dtype, terms=position + 1)
+            shortlist = np.flatnonzero(masked <= masked.min() + tolerance + 2 * slack)
+            current = greedy_pick(x, shortlist, selected_sum(x, chosen[:position + 1]), tolerance)
     return Selection(indices=chosen, similarity_sums=sums, columns=columns)
 
 
@@ -98,20 +115,30 @@ def apply_swap(embeddings: np.ndarray, selection: Selection, position: int, cand
 
 
 def swap_refine(embeddings: np.ndarray, selection: Selection, max_swaps: int = 100_000,
-                tolerance: float = 1e-9) -> Selection:
+                tolerance: float = TIE_TOLERANCE) -> Selection:
     """Phase 2: best-improvement single swaps until none lowers f by more than ``tolerance``."""
+    x = _as_float(embeddings)
+    k = len(selection.indices)
+    # Delta = m_c - C[c,p] - m_o + C[o,p]: two sums of k products and two single products.
+    slack = float32_error_bound(x.shape[1], x.dtype, terms=2 * k + 2)
     for _ in range(max_swaps):
         deltas = swap_deltas(selection)
-        flat = int(np.argmin(deltas))
-        candidate, position = divmod(flat, deltas.shape[1])
-        if not deltas[candidate, position] < -tolerance:
+        best = float(deltas.min())
+        if not best < -tolerance + slack:
             break
-        apply_swap(embeddings, selection, position, candidate)
+        candidates, positions = np.nonzero(deltas <= best + tolerance + 2 * slack)
+        pick = swap_pick(x, selection.indices, selected_sum(x, selection.indices), positions, candidates,
+                         tolerance)
+        if pick is None:
+            break
+        position, candidate, _ = pick
+        apply_swap(x, selection, position, candidate)
         selection.objective_trace.append(selection.objective)
     return selection
 
 
 def greedy_swap_select(embeddings: np.ndarray, k: int, rng: np.random.Generator,
-                       max_swaps: int = 100_000) -> Selection:
+                       max_swaps: int = 100_000, tolerance: float = TIE_TOLERANCE) -> Selection:
     """Algorithm 1 end to end."""
-    return swap_refine(embeddings, greedy(embeddings, k, rng), max_swaps=max_swaps)
+    return swap_refine(embeddings, greedy(embeddings, k, rng, tolerance=tolerance), max_swaps=max_swaps,
+                       tolerance=tolerance)

@@ -13,6 +13,8 @@ import pytest
 from speedbench.dataset_builder.selection import select
 from speedbench.dataset_builder.selection.brute_force import exact_minimum
 from speedbench.dataset_builder.selection.dedup import near_duplicates
+from speedbench.dataset_builder.selection.exact import (TIE_TOLERANCE, exact_objective, greedy_pick, selected_sum,
+                                                        swap_pick)
 from speedbench.dataset_builder.selection.greedy_swap import (apply_swap, greedy, greedy_swap_select, swap_delta,
                                                               swap_deltas, swap_refine)
 from speedbench.dataset_builder.selection.objective import mean_pairwise_similarity, pairwise_similarity_sum
@@ -80,7 +82,7 @@ def test_swap_refinement_ends_in_a_local_optimum_checked_by_brute_force(seed):
     for out in chosen:
         for candidate in set(range(14)) - set(chosen):
             swapped = [candidate if i == out else i for i in chosen]
-            assert objective_by_loops(x, swapped) >= value - 1e-9
+            assert objective_by_loops(x, swapped) >= value - TIE_TOLERANCE - 1e-9
     # and never worse than greedy alone, never better than the exact optimum
     greedy_value = objective_by_loops(x, greedy(x, 5, np.random.default_rng(seed)).indices.tolist())
     optimum, _ = exact_minimum(x, 5)
@@ -154,3 +156,79 @@ def test_near_duplicates_keep_the_first_of_each_group():
     pool /= np.linalg.norm(pool, axis=1, keepdims=True)
     assert np.flatnonzero(near_duplicates(pool, 0.99)).tolist() == [6, 7]
     assert not near_duplicates(pool, 1.0).any()
+
+
+# ---- the near-tie rule (issue 12, item 5) -------------------------------------------------------
+
+def perturbed(x, eps, seed):
+    y = x + eps * np.random.default_rng(seed).standard_normal(x.shape)
+    return (y / np.linalg.norm(y, axis=1, keepdims=True)).astype(np.float32)
+
+
+def pool_with_ties(seed):
+    """30 random unit vectors, each present three times (exact copies, as near-identical prompts
+    embed), shuffled: every greedy step and many swaps have exact ties among copies."""
+    rng = np.random.default_rng(seed)
+    base = unit_rows(rng, 30, 16)
+    x = np.repeat(base, 3, axis=0)
+    return x[rng.permutation(len(x))].astype(np.float32)
+
+
+def test_greedy_pick_takes_the_lowest_index_within_the_tolerance():
+    # Scores x_j . s with s = e1: rows 2, 5, 7 score -0.5, -0.5 + 0.4 tol, -0.5 - 0.4 tol; row 1 far above.
+    t = TIE_TOLERANCE
+    scores = {1: 0.3, 2: -0.5, 5: -0.5 + 0.4 * t, 7: -0.5 - 0.4 * t}
+    x = np.zeros((8, 2))
+    for row, value in scores.items():
+        x[row] = [value, np.sqrt(1 - value ** 2)]
+    s = np.array([1.0, 0.0])
+    assert greedy_pick(x, [1, 2, 5, 7], s) == 2          # 2 and 5 are within t of the best (7)
+    assert greedy_pick(x, [1, 5, 7], s) == 5
+    assert greedy_pick(x, [1, 2, 5, 7], s, tolerance=0.0) == 7
+
+
+def test_swap_pick_needs_a_gain_above_the_tolerance_and_breaks_ties_by_index():
+    # S = {0, 1} = {e1, e2}, f(S) = 0. Swapping position 0 (e1) for c gives f = x_c . e2, swapping
+    # position 1 gives x_c . e1 = 0 for the candidates below, so Delta(0, c) = x_c[1].
+    t = TIE_TOLERANCE
+
+    def candidate(second):
+        return [0.0, second, np.sqrt(1.0 - second ** 2)]
+
+    chosen = np.array([0, 1])
+    pairs = ([0, 0, 1, 1], [2, 3, 2, 3])
+    x = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], candidate(-0.5 * t), candidate(-0.5 * t)])
+    s = selected_sum(x, chosen)
+    assert swap_pick(x, chosen, s, *pairs) is None                 # gains 0.5 t: below the tolerance
+    assert swap_pick(x, chosen, s, *pairs, tolerance=0.0)[:2] == (0, 2)
+    x[2], x[3] = candidate(-5.0 * t), candidate(-5.5 * t)          # 3 gains 0.5 t more: a near-tie
+    position, chosen_candidate, delta = swap_pick(x, chosen, s, *pairs)
+    assert (position, chosen_candidate) == (0, 2)
+    assert delta == pytest.approx(-5.0 * t, abs=1e-12)
+    assert swap_pick(x, chosen, s, *pairs, tolerance=0.0)[:2] == (0, 3)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_1e6_perturbation_leaves_the_selection_identical_on_a_pool_with_ties(seed):
+    x = pool_with_ties(seed)
+    chosen = select(x, 12, "greedy_swap", seed=seed)
+    for trial in range(3):
+        assert select(perturbed(x, 1e-6, 100 * seed + trial), 12, "greedy_swap", seed=seed).tolist() == chosen.tolist()
+
+
+def test_without_the_rule_the_same_perturbation_changes_the_selection():
+    # The check above can fail: plain argmin (the old swap tolerance 1e-9) follows the noise among copies.
+    changed = 0
+    for seed in range(4):
+        x = pool_with_ties(seed)
+        a = greedy_swap_select(x, 12, np.random.default_rng(seed), tolerance=1e-9).indices
+        for trial in range(3):
+            b = greedy_swap_select(perturbed(x, 1e-6, 100 * seed + trial), 12, np.random.default_rng(seed),
+                                   tolerance=1e-9).indices
+            changed += sorted(a.tolist()) != sorted(b.tolist())
+    assert changed > 0
+
+
+def test_exact_objective_matches_the_loops():
+    x = unit_rows(np.random.default_rng(9), 20, 7)
+    assert exact_objective(x, [3, 1, 8, 15]) == pytest.approx(objective_by_loops(x, [3, 1, 8, 15]), abs=1e-12)
