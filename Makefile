@@ -36,3 +36,25 @@ demo: install
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) speed-bench demo-output
+
+# The browser tests drive the system Chromium (never a downloaded one). `make test` installs it
+# the way .ci/run does, or stops with the command to run: the browser tests never skip silently.
+CHROMIUM := /usr/bin/chromium
+.PHONY: chromium test-quick
+chromium:
+	@if [ ! -x $(CHROMIUM) ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	  elif sudo -n true 2>/dev/null; then \
+	    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	  else \
+	    echo "make test: the browser tests need Chromium at $(CHROMIUM). Run: sudo apt-get install -y chromium" >&2; \
+	    exit 1; \
+	  fi; \
+	fi
+
+test: chromium
+
+# Everything except the tests marked browser, e2e, vllm or slow (pyproject.toml, tests/conftest.py).
+test-quick: install
+	$(OFFLINE) $(PY) -m pytest -m "not browser and not e2e and not vllm and not slow" $(PYTEST_ARGS)

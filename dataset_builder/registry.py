@@ -36,7 +36,7 @@ class BuiltConfig:
 ConfigBuilder = Callable[[BuildContext], BuiltConfig]
 CONFIG_BUILDERS: dict[str, ConfigBuilder] = {}
 
-# Modules that register configs when imported; a missing one is simply not available yet.
+# Modules that register configs when imported; one that fails to import is an error.
 CONFIG_MODULES = [
     "speedbench.dataset_builder.qualitative",
     "speedbench.dataset_builder.throughput",
@@ -54,9 +54,5 @@ def register_config(*names: str) -> Callable[[ConfigBuilder], ConfigBuilder]:
 
 def available_configs() -> dict[str, ConfigBuilder]:
     for module in CONFIG_MODULES:
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as error:
-            if error.name != module:
-                raise
+        importlib.import_module(module)
     return dict(CONFIG_BUILDERS)

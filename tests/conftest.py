@@ -2,12 +2,52 @@
 from __future__ import annotations
 
 import os
+from fnmatch import fnmatch
 from pathlib import Path
 
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED = REPO_ROOT.parent / "shared"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_INSTALL = "sudo apt-get install -y chromium"
+
+# Markers (registered in pyproject.toml), applied here by test file name and fixture so that a
+# new test in one of these files is marked without anyone remembering to. File names rather than
+# paths: a file keeps its marker when it moves to another folder. `make test-quick` deselects all.
+MARKED_FILES = {
+    "browser": ("test_*browser*.py",),
+    # a real engine server (llama.cpp), a stand-in server or a CLI subprocess, end to end
+    "e2e": ("test_*e2e*.py", "test_local_engine.py", "test_faults_and_resume.py", "test_load_shapes.py",
+            "test_standin_engines.py", "test_real_client_runs.py"),
+    "vllm": ("test_*vllm*.py",),
+    # over ~10 s on a 2-core machine (module fixtures that build datasets)
+    "slow": ("test_qualitative_build.py", "test_packaged_known_build.py"),
+}
+MARKED_FIXTURES = {"browser": ("browser", "page"), "vllm": ("vllm_*",)}
+
+
+def markers_for(file_name: str, fixtures) -> set[str]:
+    """The markers a test gets from its file name and the fixtures it uses."""
+    marks = {name for name, patterns in MARKED_FILES.items() if any(fnmatch(file_name, p) for p in patterns)}
+    marks |= {name for name, patterns in MARKED_FIXTURES.items()
+              if any(fnmatch(f, p) for f in fixtures for p in patterns)}
+    return marks
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        for name in sorted(markers_for(item.path.name, getattr(item, "fixturenames", ()))):
+            item.add_marker(getattr(pytest.mark, name))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    # Never skip the browser tests silently: without Chromium they fail and say what to run.
+    if item.get_closest_marker("browser") and not CHROMIUM.exists():
+        pytest.fail(f"the browser tests need Chromium at {CHROMIUM}: run `{CHROMIUM_INSTALL}` "
+                    "(or `make test`, which installs it), or deselect them with -m 'not browser'",
+                    pytrace=False)
 
 for _name, _value in {
     "HF_HUB_OFFLINE": "1",

@@ -29,13 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"speedbench {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMAND_MODULES:
-        try:
-            module = importlib.import_module(f"speedbench.cli.{name}")
-        except ModuleNotFoundError as error:
-            if error.name == f"speedbench.cli.{name}":
-                continue  # subcommand not part of this installation yet
-            raise
-        module.register(subparsers)
+        # A listed module that does not import is a broken installation: let the error show.
+        importlib.import_module(f"speedbench.cli.{name}").register(subparsers)
     return parser
 
 
