@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from speedbench.dataset_builder.sources import SourceFiles, all_adapters
+from speedbench.dataset_builder.sources import SourceFiles, all_adapters, specbench
 from speedbench.schema import QUALITATIVE_CATEGORIES, DatasetRow
 
 EMBED_HEAD_CHARS = 700
@@ -35,6 +35,11 @@ def collect_candidates(files: SourceFiles, progress: bool = False) -> dict[str, 
     seen_turns: set[tuple[str, ...]] = set()
     for adapter in tqdm(all_adapters(), desc="reading sources", unit="source", disable=not progress, leave=False):
         for row in adapter.candidates(files):
+            if row.source == specbench.SOURCE:
+                # Spec-Bench is what the split is compared against; a candidate from it would make
+                # the "vs Spec-Bench" comparison partly a comparison with itself.
+                raise ValueError(f"{adapter.__name__}: row {row.src_id} is from Spec-Bench, which is a "
+                                 f"comparison set only and never a candidate")
             if row.category not in by_category:
                 raise ValueError(f"{adapter.__name__}: row {row.src_id} has unknown category {row.category!r}")
             key = tuple(row.turns)

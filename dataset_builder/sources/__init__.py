@@ -15,12 +15,18 @@ from pathlib import Path
 
 from speedbench.dataset_builder.sources._read import SourceError
 
-# Adapter modules in the order their rows are pooled (the order does not affect selection).
+# Adapter modules whose rows make the candidate pools, in pooling order (the order does not affect
+# selection). Not pooled: ``specbench`` (the comparison set of the diversity report, never a
+# candidate), and the substitutes the mirror's real sources replaced (``humaneval``, ``humaneval_x``
+# and ``mbpp`` by HumanEvalPack, LiveCodeBench and Code Contests; ``mmlu`` by MMLU-Pro, which
+# already holds MMLU's questions). ``OTHER_ADAPTERS`` keeps them importable by name.
 ADAPTER_MODULES = (
-    "specbench", "mtbench101", "humaneval", "humaneval_x", "mbpp", "mmlu", "hle", "realcritic",
+    "mtbench101", "humanevalpack", "livecodebench", "code_contests", "mmlu_pro", "hle", "realcritic",
     "bbh", "gsm8k", "math_rise", "benchfortir_math", "benchfortir_qa", "mmath", "flores",
     "tatoeba", "xquad", "rolebench", "coser", "writingbench", "eqbench", "qags", "qmsum", "bamboo",
 )
+COMPARISON_ONLY = ("specbench",)
+OTHER_ADAPTERS = ("humaneval", "humaneval_x", "mbpp", "mmlu")
 
 
 @dataclass(frozen=True)
@@ -73,4 +79,4 @@ def all_adapters():
     return [adapter(name) for name in ADAPTER_MODULES]
 
 
-__all__ = ["ADAPTER_MODULES", "HubFile", "SourceError", "SourceFiles", "adapter", "all_adapters"]
+__all__ = ["ADAPTER_MODULES", "COMPARISON_ONLY", "OTHER_ADAPTERS", "HubFile", "SourceError", "SourceFiles", "adapter", "all_adapters"]

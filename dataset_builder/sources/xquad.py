@@ -1,7 +1,10 @@
 """XQuAD (google/xquad): 240 SQuAD paragraphs with questions, professionally translated into 11 languages.
 
 Non-English paragraphs feed multilingual (reading-comprehension QA in that language); English ones
-feed rag. Up to three questions on one paragraph form one (multi-turn) row.
+feed rag. Up to three questions on one paragraph form one (multi-turn) row. Each non-English
+paragraph is also offered once as a summarization request (multilingual summarization, as MCIF has
+it): every other paragraph asks for the summary in the passage's language, the others in English
+(cross-lingual).
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ FEEDS = ("multilingual", "rag")
 QUESTION_GROUPS = (1, 2, 1, 1, 3)
 INSTRUCTION = ("Read the passage and answer the question in {language}.\n\nPassage:\n{context}\n\n"
                "Question: {question}")
+SUMMARY = "Summarize the following {source} passage in {target}, in two or three sentences.\n\n{context}"
 
 
 def candidates(files) -> list[DatasetRow]:
@@ -41,4 +45,15 @@ def candidates(files) -> list[DatasetRow]:
                     sub_category="reading_comprehension/xquad" if lang == "en" else f"qa/{lang}",
                     turns=turns, source=SOURCE, src_id=f"xquad.{lang}/" + "+".join(qa["id"] for qa in group),
                     language=lang, license=LICENSE))
+                if lang != "en":
+                    rows.append(_summary_row(lang, a, p, paragraph["context"], counter))
     return rows
+
+
+def _summary_row(lang: str, article: int, paragraph: int, context: str, counter: int) -> DatasetRow:
+    name = NAMES_BY_ISO1.get(lang, lang)
+    cross = counter % 2 == 1
+    return DatasetRow(
+        category="multilingual", sub_category=f"summarization/{lang}" + ("-en" if cross else ""),
+        turns=[SUMMARY.format(source=name, target="English" if cross else name, context=context)],
+        source=SOURCE, src_id=f"xquad.{lang}/summary/{article}-{paragraph}", language=lang, license=LICENSE)

@@ -40,7 +40,7 @@ def test_coding_spans_five_programming_languages(pools):
 def test_multiturn_rows_come_from_multiturn_sources(pools):
     everything = [r for rows in pools.values() for r in rows]
     sources = {r.source for r in everything if r.multiturn}
-    assert {"mtbench101/mt-bench-101", "hemingkx/Spec-Bench", "ZenMoore/RoleBench", "Neph0s/CoSER"} <= sources
+    assert {"mtbench101/mt-bench-101", "TIGER-Lab/MMLU-Pro", "ZenMoore/RoleBench", "Neph0s/CoSER"} <= sources
     assert all(len(r.turns) <= 7 for r in everything)
 
 
@@ -67,10 +67,11 @@ def test_metadata_follows_the_published_schema(pools):
                 assert row.difficulty == "", (category, row.source)
 
 
-def test_specbench_row_is_the_file_row(pools, sources_dir):
+def test_specbench_row_is_the_file_row(sources_dir):
     line = json.loads((sources_dir / "specbench" / "question.jsonl").read_text().splitlines()[0])
-    row = next(r for r in pools["writing"] if r.source == "hemingkx/Spec-Bench" and r.src_id == str(line["question_id"]))
-    assert row.turns == line["turns"] and row.multiturn
+    rows = adapter("specbench").candidates(SourceFiles(sources_dir))
+    row = next(r for r in rows if r.src_id == str(line["question_id"]))
+    assert row.turns == line["turns"] and row.multiturn and row.category == "writing"
 
 
 def test_balanced_sample_gives_small_sources_their_share():
