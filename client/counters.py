@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 from prometheus_client.parser import text_string_to_metric_families
 
-# The per-position metric whose deltas are the marginal acceptance counts.
-PER_POSITION_SUFFIX = "accepted_tokens_per_pos_total"
+from speedbench.metrics.counter_sources import snapshot_delta
+
 
 
 @dataclass
@@ -66,16 +66,9 @@ def parse_prometheus(text: str) -> CounterSnapshot:
 
 
 def counter_delta(before: CounterSnapshot, after: CounterSnapshot) -> tuple[dict[str, float], dict[int, float]]:
-    """Differences after - before; returns (totals, per-position deltas of the accepted-per-position
-    counter, ``*accepted_tokens_per_pos_total``, or of the only per-position metric there is)."""
-    totals = {name: after.totals[name] - before.totals.get(name, 0.0) for name in after.totals}
-    names = [n for n in after.per_position if n.endswith(PER_POSITION_SUFFIX)] or \
-        (list(after.per_position) if len(after.per_position) == 1 else [])
-    per_position: dict[int, float] = {}
-    if names:
-        earlier = before.per_position.get(names[0], {})
-        per_position = {p: v - earlier.get(p, 0.0) for p, v in sorted(after.per_position[names[0]].items())}
-    return totals, per_position
+    """Differences after - before: (totals, per-position deltas of the accepted-per-position counter)
+    (``speedbench.metrics.counter_sources.snapshot_delta``, which reads saved snapshots too)."""
+    return snapshot_delta(before.to_dict(), after.to_dict()) or ({}, {})
 
 
 async def scrape(session, url: str) -> CounterSnapshot | None:

@@ -22,9 +22,7 @@ except ImportError:  # pragma: no cover
     def _encode(value) -> bytes:
         return json.dumps(value, separators=(",", ":")).encode()
 
-from speedbench.records import TurnRecord, read_records
-
-RECORDS_NAME = "records.jsonl"
+from speedbench.records import RECORDS_NAME, TurnRecord, read_records
 
 
 class RecordWriter:

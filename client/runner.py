@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from speedbench.client.counters import CounterSnapshot, counter_delta, scrape
+from speedbench.client.counters import CounterSnapshot, scrape
 from speedbench.client.engines import get_adapter
 from speedbench.client.engines.base import SamplingOptions
 from speedbench.client.load import ClientSettings, PhaseSpec, record_key
@@ -31,11 +31,8 @@ from speedbench.client.workload import (
     load_conversations,
     tokenize_first_turns,
 )
-from speedbench.records import RunManifest
-
-MANIFEST_NAME = "manifest.json"
-COUNTERS_NAME = "counters.jsonl"
-RESULTS_NAME = "results.json"
+from speedbench.metrics.run_results import compute_results, read_counter_points
+from speedbench.records import COUNTERS_NAME, MANIFEST_NAME, RESULTS_NAME, RunManifest
 DEFAULT_CONCURRENCY = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 # Manifest options that must match for a resume (others, like --workers, may change).
 RESUME_KEYS = ("engine", "url", "dataset_config", "dataset_config_sha256", "tokenizer_sha256", "prompt_mode")
@@ -110,6 +107,52 @@ def _client_version() -> str:
     return getattr(speedbench, "__version__", "unknown")
 
 
+async def _fetch_request_stats(adapter) -> list | None:
+    import aiohttp
+
+    from speedbench.client.engines.base import get_json
+
+    async with aiohttp.ClientSession() as session:
+        return await get_json(session, adapter.url + adapter.perf_metrics_path)
+
+
+def attach_request_stats(adapter, records_path: Path, draft_length: int | None) -> int:
+    """Join the engine's separately served per-request statistics (TensorRT-LLM ``/perf_metrics``,
+    emptied by every GET) onto the records they belong to; returns how many records got them.
+
+    The records file is rewritten in one ``os.replace`` (old or new file, never half), after the
+    phase's workers have finished writing.
+    """
+    import os
+
+    from speedbench.records import read_records
+
+    if not adapter.perf_metrics_path:
+        return 0
+    entries = adapter.request_stats_by_id(run_event_loop(_fetch_request_stats(adapter)))
+    if not entries:
+        return 0
+    records = list(read_records(records_path))
+    joined = 0
+    for record in records:
+        entry = entries.get(record.response_id or "")
+        if entry is None or not record.ok or (record.engine_stats and record.engine_stats.exact):
+            continue
+        stats = adapter.stats_from_request_entry(entry, record.output_tokens, draft_length)
+        if stats is not None:
+            if record.engine_stats is not None:
+                stats.raw["stream"] = record.engine_stats.raw  # the inexact in-stream proxy, kept
+            record.engine_stats = stats
+            joined += 1
+    if joined:
+        from speedbench.client.recording import _encode
+
+        temporary = records_path.with_suffix(".jsonl.tmp")
+        temporary.write_bytes(b"".join(_encode(r.to_dict()) + b"\n" for r in records))
+        os.replace(temporary, records_path)
+    return joined
+
+
 async def _describe_and_scrape(adapter, want_description: bool) -> tuple[dict | None, CounterSnapshot | None]:
     import aiohttp
 
@@ -133,7 +176,6 @@ def _check_resume(path: Path, manifest: RunManifest) -> None:
 
 def execute_run(options: RunOptions, log=print) -> dict:
     """Run (or resume) the whole sweep; returns the results written to ``results.json``."""
-    from speedbench.client.analysis import compute_results
     from speedbench.tokenization.target import TargetTokenizer
 
     out = Path(options.out)
@@ -195,6 +237,7 @@ def execute_run(options: RunOptions, log=print) -> dict:
                     phase = PhaseSpec(point, "closed", concurrency or len(warm), rate, True, 0,
                                       slots=min(concurrency or len(warm), len(warm)), done=done)
                     run_phase_in_workers(settings, phase, warm_single, 1)
+                    attach_request_stats(adapter, records_path, options.draft_length)
             _, before = run_event_loop(_describe_and_scrape(adapter, False))
             todo = [c for c in conversations
                     if any(record_key(point, c.question_id, t) not in done for t in range(len(c.turns)))]
@@ -206,6 +249,7 @@ def execute_run(options: RunOptions, log=print) -> dict:
                 run_phase_in_workers(settings, phase, todo, options.workers, progress)
             finally:
                 _, after = run_event_loop(_describe_and_scrape(adapter, False))
+                attach_request_stats(adapter, records_path, options.draft_length)
                 with open(out / COUNTERS_NAME, "a") as handle:
                     handle.write(json.dumps({
                         "run_point": point, "complete": not resumed, "unix_s": log_start,
@@ -219,23 +263,3 @@ def execute_run(options: RunOptions, log=print) -> dict:
     results = compute_results(out, options.agreement_tolerance, options.num_resamples, options.draft_length)
     (out / RESULTS_NAME).write_text(json.dumps(results, indent=2, allow_nan=False) + "\n")
     return results
-
-
-def read_counter_points(path: Path) -> dict[str, dict]:
-    """The latest counters line per point, with its deltas."""
-    points: dict[str, dict] = {}
-    if not path.exists():
-        return points
-    for line in path.read_text().splitlines():
-        if not line.strip():
-            continue
-        entry = json.loads(line)
-        previous = points.get(entry["run_point"])
-        if previous is not None:
-            entry["complete"] = False  # the point ran in more than one invocation
-        if entry.get("before") and entry.get("after"):
-            totals, per_position = counter_delta(CounterSnapshot.from_dict(entry["before"]),
-                                                 CounterSnapshot.from_dict(entry["after"]))
-            entry["delta"], entry["delta_per_position"] = totals, per_position
-        points[entry["run_point"]] = entry
-    return points

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from speedbench.metrics.counter_sources import CounterAcceptance, counter_acceptance
 from speedbench.records import EngineSpecStats
 
 
@@ -52,26 +53,6 @@ class StreamState:
     usage: dict[str, Any] | None = None
     last_event: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class CounterAcceptance:
-    """Run-level acceptance from Prometheus counter deltas over one load point.
-
-    drafts: verification steps that carried a draft; draft_tokens / accepted_tokens: proposed and
-    accepted draft tokens; accepted_per_position[i]: steps that accepted position i+1 (so
-    ``accepted_per_position[i] / drafts`` is the marginal P(>= i+1 accepted));
-    verify_steps: decode steps when the engine counts them (SGLang), else None;
-    generation_tokens: output tokens over the point.
-    """
-
-    source: str
-    drafts: float | None = None
-    draft_tokens: float | None = None
-    accepted_tokens: float | None = None
-    accepted_per_position: list[float] | None = None
-    verify_steps: float | None = None
-    generation_tokens: float | None = None
 
 
 class EngineAdapter:
@@ -128,9 +109,18 @@ class EngineAdapter:
             info["model_id"] = models["data"][0].get("id")
         return info
 
-    def counter_acceptance(self, delta: dict[str, float], per_position: dict[int, float]) -> CounterAcceptance | None:
-        """Acceptance from counter deltas (``delta`` summed over labels except ``position``)."""
+    def request_stats_by_id(self, entries: Any) -> dict[str, dict[str, Any]]:
+        """Separately served per-request statistics keyed by response id (``perf_metrics_path``)."""
+        return {}
+
+    def stats_from_request_entry(self, entry: dict[str, Any], output_tokens: int,
+                                 draft_length: int | None) -> EngineSpecStats | None:
         return None
+
+    def counter_acceptance(self, delta: dict[str, float], per_position: dict[int, float]) -> CounterAcceptance | None:
+        """Acceptance from counter deltas (``delta`` summed over labels except ``position``); the
+        counter names per engine live in ``speedbench.metrics.counter_sources``."""
+        return counter_acceptance(self.name, delta, per_position)
 
 
 async def get_json(session, url: str) -> Any:

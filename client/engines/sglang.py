@@ -19,7 +19,6 @@ from __future__ import annotations
 from typing import Any
 
 from speedbench.client.engines.base import (
-    CounterAcceptance,
     EngineAdapter,
     StreamError,
     StreamState,
@@ -39,17 +38,6 @@ _DRAFTED_KEYS = ("spec_num_proposed_drafts", "spec_draft_token_num")
 def _first(meta: dict[str, Any], keys: tuple[str, ...]) -> int | None:
     value = next((meta[k] for k in keys if meta.get(k) is not None), None)
     return None if value is None else int(value)
-
-
-def draft_length_from_server_info(server_info: dict[str, Any] | None) -> int | None:
-    """K from ``/get_server_info``: ``speculative_num_draft_tokens`` counts the verified token
-    too (K + 1 for a chain draft), else ``speculative_num_steps``."""
-    info = server_info or {}
-    if info.get("speculative_num_draft_tokens"):
-        return max(0, int(info["speculative_num_draft_tokens"]) - 1)
-    if info.get("speculative_num_steps"):
-        return int(info["speculative_num_steps"])
-    return None
 
 
 class SGLangAdapter(EngineAdapter):
@@ -112,7 +100,8 @@ class SGLangAdapter(EngineAdapter):
             accepted_tokens=int(accepted),
             acceptance_histogram=histogram,
             # Neither the histogram (it grows only to the largest count accepted) nor
-            # spec_cap_length (a per-step mean) is K: K comes from the server info or the user.
+            # spec_cap_length (a per-step mean) is K: K comes from the server info (recorded in the
+            # manifest, read by speedbench.metrics.run_results.manifest_draft_length) or the user.
             draft_length=self.draft_length,
             raw=raw,
             decode_steps=decode,
@@ -134,11 +123,3 @@ class SGLangAdapter(EngineAdapter):
                                                                   "speculative_num_steps") if k in server_info}
         return info
 
-    def counter_acceptance(self, delta: dict[str, float], per_position: dict[int, float]) -> CounterAcceptance | None:
-        if "sglang:spec_verify_calls_total" not in delta:
-            return None
-        return CounterAcceptance(
-            source="sglang.prometheus",
-            verify_steps=delta.get("sglang:spec_verify_calls_total"),
-            generation_tokens=delta.get("sglang:generation_tokens_total"),
-        )

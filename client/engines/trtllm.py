@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from speedbench.client.engines.base import CounterAcceptance, EngineAdapter, StreamState, get_json
+from speedbench.client.engines.base import EngineAdapter, StreamState, get_json
 from speedbench.client.engines.openai import completion_payload, parse_openai_completion_event
 from speedbench.metrics.steps import derive_decode_steps
 from speedbench.records import EngineSpecStats
@@ -72,21 +72,19 @@ class TrtLlmAdapter(EngineAdapter):
                                accepted_tokens=max(0, tokens - iterations), exact=False,
                                raw={"avg_decoded_tokens_per_iter": average, "completion_tokens": tokens})
 
+    def request_stats_by_id(self, entries: Any) -> dict[str, dict[str, Any]]:
+        return perf_metrics_by_response_id(entries)
+
+    def stats_from_request_entry(self, entry: dict[str, Any], output_tokens: int,
+                                 draft_length: int | None) -> EngineSpecStats | None:
+        return stats_from_perf_metrics(entry, output_tokens, draft_length)
+
     async def describe_server(self, session) -> dict[str, Any]:
         info = await super().describe_server(session)
         version = await get_json(session, self.url + "/version")
         if version and version.get("version"):
             info["engine_version"] = f"tensorrt_llm {version['version']}"
         return info
-
-    def counter_acceptance(self, delta: dict[str, float], per_position: dict[int, float]) -> CounterAcceptance | None:
-        if "trtllm_spec_decode_num_draft_tokens_total" not in delta:
-            return None
-        return CounterAcceptance(
-            source="trtllm.prometheus",
-            draft_tokens=delta.get("trtllm_spec_decode_num_draft_tokens_total"),
-            accepted_tokens=delta.get("trtllm_spec_decode_num_accepted_tokens_total"),
-        )
 
 
 def perf_metrics_by_response_id(entries: Any) -> dict[str, dict[str, Any]]:

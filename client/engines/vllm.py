@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from speedbench.client.engines.base import CounterAcceptance, EngineAdapter, StreamState, get_json
+from speedbench.client.engines.base import EngineAdapter, StreamState, get_json
 from speedbench.client.engines.openai import completion_payload, parse_openai_completion_event
 from speedbench.metrics.steps import derive_decode_steps
 from speedbench.records import EngineSpecStats
@@ -73,15 +73,3 @@ class VllmAdapter(EngineAdapter):
             info["engine_version"] = f"vllm {version['version']}"
         return info
 
-    def counter_acceptance(self, delta: dict[str, float], per_position: dict[int, float]) -> CounterAcceptance | None:
-        if "vllm:spec_decode_num_drafts_total" not in delta:
-            return None
-        positions = [per_position[i] for i in sorted(per_position)] if per_position else None
-        return CounterAcceptance(
-            source="vllm.prometheus",
-            drafts=delta.get("vllm:spec_decode_num_drafts_total"),
-            draft_tokens=delta.get("vllm:spec_decode_num_draft_tokens_total"),
-            accepted_tokens=delta.get("vllm:spec_decode_num_accepted_tokens_total"),
-            accepted_per_position=positions,
-            generation_tokens=delta.get("vllm:generation_tokens_total"),
-        )

@@ -29,100 +29,31 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import hashlib
-import random
 import socket
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 from aiohttp import web
 
+from speedbench.client.testing.standin_sim import Counters, Simulation, StepPlan, chunk_groups, prompt_key, simulate_steps
+from speedbench.client.testing.standin_wire import (
+    TRTLLM_FIELDS,
+    TRTLLM_STREAM_OPTIONS,
+    error_body,
+    sglang_meta,
+    sglang_metrics,
+    trtllm_metrics,
+    trtllm_perf_entry,
+    vllm_metrics,
+    vllm_spec,
+)
+
 ENGINES = ("vllm", "sglang", "trtllm")
-TRTLLM_FIELDS = frozenset({"model", "prompt", "max_tokens", "temperature", "top_p", "seed", "stream",
-                           "stream_options", "ignore_eos", "top_k", "stop", "min_tokens", "n", "best_of",
-                           "echo", "frequency_penalty", "presence_penalty", "logprobs", "user", "suffix"})
-TRTLLM_STREAM_OPTIONS = frozenset({"include_usage", "continuous_usage_stats"})
-
-
-@dataclass
-class Simulation:
-    """What the stand-in pretends to be.
-
-    conditional_rates: AR_1..AR_K (K = len). output_tokens: tokens per request when the request
-    does not end earlier through max_tokens (None: always max_tokens). eos_after: stop with
-    finish_reason "stop" after this many tokens unless ignore_eos. coalesce: steps per chunk.
-    """
-
-    conditional_rates: list[float] = field(default_factory=lambda: [0.8, 0.6, 0.4])
-    output_tokens: int | None = None
-    eos_after: int | None = None
-    ttft_s: float = 0.0
-    step_s: float = 0.0
-    seed: int = 0
-    coalesce: int = 1
-    stamp_send_time: bool = False
-    model: str = "standin/model"
-    version: str = "0.0-standin"
-    faults: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def draft_length(self) -> int:
-        return len(self.conditional_rates)
-
-
-def prompt_key(ids: list[int]) -> str:
-    return hashlib.sha256(",".join(map(str, ids)).encode()).hexdigest()
-
-
-def simulate_steps(sim: Simulation, prompt_ids: list[int], max_tokens: int, ignore_eos: bool) -> tuple[list[int], list[int], str]:
-    """(tokens per step with the prefill token first, accepted drafts per verify step, finish reason)."""
-    rng = random.Random(f"{sim.seed}:{prompt_key(prompt_ids)}")
-    limit = max_tokens if sim.output_tokens is None else min(max_tokens, sim.output_tokens)
-    finish = "length"
-    if sim.eos_after is not None and not ignore_eos and sim.eos_after < limit:
-        limit, finish = sim.eos_after, "stop"
-    steps, accepted = [1], []
-    total = 1
-    while total < limit:
-        drafts = 0
-        for rate in sim.conditional_rates:
-            if rng.random() < rate:
-                drafts += 1
-            else:
-                break
-        accepted.append(drafts)
-        size = min(1 + drafts, limit - total)  # the last step is cut at the limit
-        steps.append(size)
-        total += size
-    return steps, accepted, finish
-
-
-class _Counters:
-    def __init__(self, draft_length: int):
-        self.k = draft_length
-        self.drafts = 0
-        self.draft_tokens = 0
-        self.accepted = 0
-        self.per_position = [0] * draft_length
-        self.generation_tokens = 0
-        self.prompt_tokens = 0
-        self.requests = 0
-        self.verify_calls = 0
-
-    def add(self, steps: list[int], accepted: list[int], prompt_tokens: int) -> None:
-        self.requests += 1
-        self.prompt_tokens += prompt_tokens
-        self.generation_tokens += sum(steps)
-        self.drafts += len(accepted)
-        self.verify_calls += len(accepted)
-        self.draft_tokens += self.k * len(accepted)
-        self.accepted += sum(accepted)
-        for a in accepted:
-            for position in range(a):
-                self.per_position[position] += 1
+_BROKEN_LINES = {"drop": b"", "malformed_line": b"this is not server-sent events\n\n",
+                 "malformed_json": b'data: {"choices": [{"text": "x", \n\n',
+                 "malformed_body": b'data: {"unexpected": true}\n\n'}
 
 
 class StandinServer:
@@ -138,7 +69,9 @@ class StandinServer:
         self.truth: dict[str, dict[str, Any]] = {}  # response id -> what was simulated
         self.send_log: dict[str, list[int]] = {}  # response id -> t_send_ns per chunk
         self.arrival_log: dict[str, int] = {}  # response id -> arrival time (monotonic ns)
-        self.counters = _Counters(self.sim.draft_length)
+        self.counters = Counters(self.sim.draft_length)
+        self.perf_metrics: list[dict[str, Any]] = []  # TensorRT-LLM: finished, not yet fetched
+        self._created = time.time()
         self._ids = 0
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -153,18 +86,28 @@ class StandinServer:
     # -- app -------------------------------------------------------------------------------
     def build_app(self) -> web.Application:
         app = web.Application(client_max_size=1 << 26)
-        if self.engine == "sglang":
-            app.router.add_post("/generate", self._generate)
-            app.router.add_get("/get_model_info", self._sglang_model_info)
-            app.router.add_get("/get_server_info", self._sglang_server_info)
-            app.router.add_get("/metrics", self._metrics)
-        else:
-            app.router.add_post("/v1/completions", self._generate)
-            app.router.add_get("/v1/models", self._models)
-            app.router.add_get("/version", self._version)
-            app.router.add_get("/metrics" if self.engine == "vllm" else "/prometheus/metrics", self._metrics)
+        routes = {"sglang": self._sglang_routes, "vllm": self._vllm_routes, "trtllm": self._trtllm_routes}
+        for method, path, handler in routes[self.engine]():
+            app.router.add_route(method, path, handler)
         app.router.add_get("/standin/log", self._log)
         return app
+
+    def _sglang_routes(self):
+        routes = [("POST", "/generate", self._generate), ("GET", "/get_model_info", self._sglang_model_info),
+                  ("GET", "/get_server_info", self._sglang_server_info)]
+        return routes + ([("GET", "/metrics", self._metrics)] if self.sim.metrics_enabled else [])
+
+    def _vllm_routes(self):
+        return [("POST", "/v1/completions", self._generate), ("GET", "/v1/models", self._models),
+                ("GET", "/version", self._version), ("GET", "/health", self._health),
+                ("POST", "/tokenize", self._tokenize), ("GET", "/metrics", self._metrics)]
+
+    def _trtllm_routes(self):
+        routes = [("POST", "/v1/completions", self._generate), ("GET", "/v1/models", self._models),
+                  ("GET", "/version", self._version), ("GET", "/health", self._health),
+                  ("GET", "/perf_metrics", self._perf_metrics)]
+        # /prometheus/metrics is mounted only when the server runs with return_perf_metrics
+        return routes + ([("GET", "/prometheus/metrics", self._metrics)] if self.sim.return_perf_metrics else [])
 
     async def _models(self, request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [{"id": self.sim.model, "object": "model"}]})
@@ -172,55 +115,44 @@ class StandinServer:
     async def _version(self, request: web.Request) -> web.Response:
         return web.json_response({"version": self.sim.version})
 
+    async def _health(self, request: web.Request) -> web.Response:
+        return web.Response(status=200)
+
+    async def _tokenize(self, request: web.Request) -> web.Response:
+        body = orjson.loads(await request.read())
+        tokens = list(str(body.get("prompt", "")).encode("utf-8"))  # bytes stand in for token ids
+        return web.json_response({"count": len(tokens), "max_model_len": 4096, "tokens": tokens,
+                                  "token_strs": None})
+
     async def _sglang_model_info(self, request: web.Request) -> web.Response:
         return web.json_response({"model_path": self.sim.model, "is_generation": True})
 
     async def _sglang_server_info(self, request: web.Request) -> web.Response:
         return web.json_response({"version": self.sim.version, "speculative_algorithm": "EAGLE",
+                                  "speculative_num_steps": self.sim.draft_length,
                                   "speculative_num_draft_tokens": self.sim.draft_length + 1})
 
     async def _log(self, request: web.Request) -> web.Response:
         return web.Response(body=orjson.dumps({"send_ns": self.send_log, "arrival_ns": self.arrival_log}),
                             content_type="application/json")
 
+    async def _perf_metrics(self, request: web.Request) -> web.Response:
+        # Like trtllm-serve: the finished requests' entries, emptied by every GET.
+        entries, self.perf_metrics = self.perf_metrics, []
+        return web.json_response(entries if self.sim.return_perf_metrics else [])
+
     async def _metrics(self, request: web.Request) -> web.Response:
-        c = self.counters
         if self.engine == "vllm":
-            label = f'model_name="{self.sim.model}",engine="0"'
-            lines = ["# HELP vllm:spec_decode_num_drafts_total Number of spec decoding drafts.",
-                     "# TYPE vllm:spec_decode_num_drafts_total counter",
-                     f"vllm:spec_decode_num_drafts_total{{{label}}} {float(c.drafts)}",
-                     f"vllm:spec_decode_num_draft_tokens_total{{{label}}} {float(c.draft_tokens)}",
-                     f"vllm:spec_decode_num_accepted_tokens_total{{{label}}} {float(c.accepted)}",
-                     f"vllm:generation_tokens_total{{{label}}} {float(c.generation_tokens)}",
-                     f"vllm:prompt_tokens_total{{{label}}} {float(c.prompt_tokens)}",
-                     f'vllm:request_success_total{{{label},finished_reason="length"}} {float(c.requests)}']
-            lines += [f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{label},position="{i}"}} {float(v)}'
-                      for i, v in enumerate(c.per_position)]
+            lines = vllm_metrics(self.sim, self.counters, self._created)
         elif self.engine == "sglang":
-            label = f'model_name="{self.sim.model}"'
-            al = (c.generation_tokens / c.verify_calls) if c.verify_calls else 0.0
-            lines = ["# TYPE sglang:spec_verify_calls_total counter",
-                     f"sglang:spec_verify_calls_total{{{label}}} {float(c.verify_calls)}",
-                     f"sglang:generation_tokens_total{{{label}}} {float(c.generation_tokens)}",
-                     f"sglang:prompt_tokens_total{{{label}}} {float(c.prompt_tokens)}",
-                     "# TYPE sglang:spec_accept_length gauge",
-                     f"sglang:spec_accept_length{{{label}}} {al}",
-                     f"sglang:spec_num_draft_tokens{{{label}}} {float(c.k + 1)}"]
+            lines = sglang_metrics(self.sim, self.counters)
         else:
-            al = 1 + c.accepted / c.drafts if c.drafts else 0.0
-            lines = ["# TYPE trtllm_spec_decode_num_draft_tokens_total counter",
-                     f'trtllm_spec_decode_num_draft_tokens_total{{model_name="{self.sim.model}"}} {float(c.draft_tokens)}',
-                     f'trtllm_spec_decode_num_accepted_tokens_total{{model_name="{self.sim.model}"}} {float(c.accepted)}',
-                     f'trtllm_spec_decode_acceptance_length{{model_name="{self.sim.model}"}} {al}']
+            lines = trtllm_metrics(self.sim, self.counters)
         return web.Response(text="\n".join(lines) + "\n", content_type="text/plain")
 
     # -- generation ------------------------------------------------------------------------
     def _error(self, status: int, message: str) -> web.Response:
-        if self.engine == "sglang":
-            return web.json_response({"error": {"message": message}}, status=status)
-        return web.json_response({"object": "error", "message": message, "type": "BadRequestError",
-                                  "param": None, "code": status}, status=status)
+        return web.json_response(error_body(self.engine, status, message), status=status)
 
     def _parse(self, body: dict[str, Any]) -> tuple[list[int], int, bool] | web.Response:
         if self.engine == "trtllm":
@@ -257,109 +189,93 @@ class StandinServer:
             return parsed
         ids, max_tokens, ignore_eos = parsed
         fault = self.sim.faults.get(prompt_key(ids))
-        if fault == "http_429":
-            return self._error(429, "rate limited: too many requests")
-        if fault == "http_500":
-            return self._error(500, "internal server error")
+        if fault in ("http_429", "http_500"):
+            status = int(fault[5:])
+            return self._error(status, "rate limited: too many requests" if status == 429 else "internal server error")
         self._ids += 1
-        response_id = f"{'cmpl' if self.engine != 'sglang' else 'sg'}-{self._ids:08d}"
-        steps, accepted, finish = simulate_steps(self.sim, ids, max_tokens, ignore_eos)
-        self.truth[response_id] = {"steps": steps, "accepted": accepted, "finish_reason": finish,
-                                   "prompt_ids": ids}
+        request_id = self._ids
+        response_id = f"sg-{request_id:08d}" if self.engine == "sglang" else f"cmpl-{request_id}"
+        plan = simulate_steps(self.sim, ids, max_tokens, ignore_eos)
+        self.truth[response_id] = {"steps": plan.sizes, "accepted": plan.accepted, "drafted": plan.drafted,
+                                   "accepted_all": plan.accepted_all, "finish_reason": plan.finish,
+                                   "prompt_ids": ids, "request_id": request_id}
         self.arrival_log[response_id] = arrival
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
         await response.prepare(request)
         if fault == "hang":
             await self._stopping.wait()
             return response
-        chunks = [steps[:1]] + [steps[i:i + self.sim.coalesce] for i in range(1, len(steps), self.sim.coalesce)]
+        emitted = await self._stream(request, response, response_id, ids, plan, fault)
+        if emitted is None:
+            return response  # the connection was dropped mid-stream
+        await self._finish(response, response_id, request_id, ids, plan, emitted)
+        return response
+
+    async def _stream(self, request, response, response_id, ids, plan: StepPlan, fault) -> int | None:
+        """Write the chunks on absolute deadlines; returns the tokens emitted (None: dropped)."""
+        groups = chunk_groups(self.sim, plan.sizes)
         stamps: list[int] = []
         if self.sim.stamp_send_time:
             self.send_log[response_id] = stamps
-        start = time.perf_counter()
-        emitted = 0
-        text = ""
-        for index, group in enumerate(chunks):
-            deadline = start + self.sim.ttft_s + index * self.sim.step_s
-            delay = deadline - time.perf_counter()
+        start, emitted, text, late = time.perf_counter(), 0, "", 0.0
+        for index, (group, stall) in enumerate(groups):
+            late += stall
+            delay = start + self.sim.ttft_s + index * self.sim.step_s + late - time.perf_counter()
             if delay > 0:
                 await asyncio.sleep(delay)
-            if fault == "drop" and index == 2:
-                request.transport.close()  # the connection dies mid-stream
-                return response
-            if fault == "malformed_line" and index == 2:
-                await response.write(b"this is not server-sent events\n\n")
-                continue
-            if fault == "malformed_json" and index == 2:
-                await response.write(b'data: {"choices": [{"text": "x", \n\n')
-                continue
-            if fault == "malformed_body" and index == 2:
-                await response.write(b'data: {"unexpected": true}\n\n')
+            if index == 2 and fault in _BROKEN_LINES:
+                if fault == "drop":
+                    request.transport.close()  # the connection dies mid-stream
+                    return None
+                await response.write(_BROKEN_LINES[fault])
                 continue
             new = sum(group)
             token_ids = [(7 * (emitted + j) + 3) % 500 + 3 for j in range(new)]
             emitted += new
             delta = "".join(f" t{t}" for t in token_ids)
             text += delta
-            last = index == len(chunks) - 1
-            event = self._event(response_id, ids, index, token_ids, delta, text, emitted, last, finish, steps,
-                                accepted)
+            event = self._event(response_id, ids, index, token_ids, delta, text, emitted,
+                                index == len(groups) - 1, plan)
             if self.sim.stamp_send_time:
                 event["t_send_ns"] = time.perf_counter_ns()
                 stamps.append(event["t_send_ns"])
             await response.write(b"data: " + orjson.dumps(event) + b"\n\n")
+        return emitted
+
+    async def _finish(self, response, response_id, request_id, ids, plan: StepPlan, emitted: int) -> None:
         if self.engine in ("vllm", "trtllm"):
             usage = {"prompt_tokens": len(ids), "completion_tokens": emitted, "total_tokens": len(ids) + emitted}
             final: dict[str, Any] = {"id": response_id, "object": "text_completion", "created": int(time.time()),
                                      "model": self.sim.model, "choices": [], "usage": usage}
             if self.engine == "vllm":
-                final["metrics"] = {"speculative_decoding": self._vllm_spec(accepted)}
+                final["system_fingerprint"] = f"vllm-{self.sim.version}-standin"
+                if self.sim.per_request_metrics and self.sim.draft_length:
+                    final["metrics"] = {"speculative_decoding": vllm_spec(plan, self.sim.draft_length)}
             await response.write(b"data: " + orjson.dumps(final) + b"\n\n")
         await response.write(b"data: [DONE]\n\n")
-        self.counters.add(steps, accepted, len(ids))
+        self.counters.add(plan, len(ids))
+        if self.engine == "trtllm" and self.sim.return_perf_metrics:
+            self.perf_metrics.append(trtllm_perf_entry(request_id, plan, self.sim.draft_length))
+            del self.perf_metrics[:-self.sim.perf_metrics_max_requests]  # a bounded deque on the server
         await response.write_eof()
-        return response
 
-    def _vllm_spec(self, accepted: list[int]) -> dict[str, Any]:
-        k = self.sim.draft_length
-        histogram = [0] * (k + 1)
-        for a in accepted:
-            histogram[a] += 1
-        n = len(accepted)
-        total = sum(accepted)
-        return {"mean_acceptance_length": 1 + total / n if n else 1.0,
-                "draft_acceptance_rate": total / (n * k) if n else 0.0,
-                "acceptance_histogram": histogram, "num_spec_steps": n, "num_accepted_draft_tokens": total,
-                "num_draft_tokens": n * k, "num_spec_tokens": k}
-
-    def _event(self, response_id, ids, index, token_ids, delta, text, emitted, last, finish, steps, accepted):
-        finish_reason = finish if last else None
+    def _event(self, response_id, ids, index, token_ids, delta, text, emitted, last, plan: StepPlan):
         if self.engine == "sglang":
             meta: dict[str, Any] = {"id": response_id, "finish_reason": None, "prompt_tokens": len(ids),
                                     "completion_tokens": emitted, "cached_tokens": 0}
             if last:
-                meta["finish_reason"] = ({"type": "length", "length": emitted} if finish == "length"
+                meta["finish_reason"] = ({"type": "length", "length": emitted} if plan.finish == "length"
                                          else {"type": "stop", "matched": 2})
-                k = self.sim.draft_length
-                histogram = [0] * (k + 1)
-                for a in accepted:
-                    histogram[a] += 1
-                verify = len(accepted)
-                meta.update({"spec_verify_ct": verify,
-                             "spec_accept_length": emitted / verify if verify else 1.0,
-                             "spec_accept_rate": sum(accepted) / (verify * k) if verify else 0.0,
-                             "spec_num_correct_drafts": sum(accepted), "spec_num_proposed_drafts": verify * k,
-                             "spec_correct_drafts_histogram": histogram})
+                meta.update(sglang_meta(self.sim, plan, emitted))
             return {"text": text, "output_ids": token_ids, "meta_info": meta, "index": 0}
-        choice: dict[str, Any] = {"index": 0, "text": delta, "logprobs": None, "finish_reason": finish_reason,
-                                  "stop_reason": None}
+        choice: dict[str, Any] = {"index": 0, "text": delta, "logprobs": None,
+                                  "finish_reason": plan.finish if last else None, "stop_reason": None}
         if self.engine == "vllm":
+            choice["prompt_token_ids"] = ids if index == 0 else None  # null after the first chunk
             choice["token_ids"] = token_ids
-            if index == 0:
-                choice["prompt_token_ids"] = ids
         else:
-            iterations = 1 + min(len(accepted), index * self.sim.coalesce)  # the prefill is an iteration too
-            choice["avg_decoded_tokens_per_iter"] = emitted / iterations
+            steps_so_far = min(len(plan.accepted_all), index * self.sim.coalesce)
+            choice["avg_decoded_tokens_per_iter"] = emitted / (1 + steps_so_far)  # the prefill is an iteration too
         return {"id": response_id, "object": "text_completion", "created": int(time.time()), "model": self.sim.model,
                 "choices": [choice],
                 "usage": {"prompt_tokens": len(ids), "completion_tokens": emitted, "total_tokens": len(ids) + emitted}}
@@ -420,9 +336,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--step", type=float, default=0.0)
     parser.add_argument("--output-tokens", type=int, default=None)
     parser.add_argument("--stamp", action="store_true", help="stamp each chunk's send time (t_send_ns)")
+    parser.add_argument("--draft-probability", type=float, default=1.0,
+                        help="chance that a step carries a draft (n-gram speculation: below 1)")
     args = parser.parse_args(argv)
-    simulation = Simulation(conditional_rates=[float(r) for r in args.rates.split(",")], ttft_s=args.ttft,
-                            step_s=args.step, output_tokens=args.output_tokens, stamp_send_time=args.stamp)
+    simulation = Simulation(conditional_rates=[float(r) for r in args.rates.split(",") if r], ttft_s=args.ttft,
+                            step_s=args.step, output_tokens=args.output_tokens, stamp_send_time=args.stamp,
+                            draft_probability=args.draft_probability)
     server = StandinServer(args.engine, simulation, args.port)
     try:
         import uvloop
@@ -435,3 +354,6 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+__all__ = ["ENGINES", "TRTLLM_FIELDS", "Simulation", "StandinServer", "prompt_key", "simulate_steps"]

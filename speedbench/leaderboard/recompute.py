@@ -5,29 +5,22 @@ Nothing a submitter computed is used: ``results.json`` is kept in the bundle for
 - acceptance: AL (step- and request-weighted) with bootstrap CIs, overall and per category,
   from the SD runs of the qualitative split (or, without one, from every SD run); from the
   engine's exact per-request statistics when every record has them, else from the streamed
-  chunk sizes (the same choice as the client's own analysis; ``acceptance_source`` says which);
+  chunk sizes (``speedbench.metrics.record_acceptance``, the path the client's results and the
+  report use too; ``acceptance_source`` says which);
 - throughput: per run and load point, output TPS, user TPS, step latency and AL;
 - speedup: at each load point of an SD run on a throughput bucket (ISL) that has a baseline
   (autoregressive) run at the same bucket and concurrency: the measured ratio of output TPS,
-  and the Appendix-G estimate ``t_ar * AL / t_sd`` from mean step latencies.
+  and the Appendix-G estimate ``t_ar * AL / t_sd`` from mean step latencies, AL being the tokens
+  per decode step (``t_sd`` is the mean over all decode steps, drafted or not).
 """
 from __future__ import annotations
-
-import warnings
 
 import numpy as np
 
 from speedbench.leaderboard import records_adapter as adapter
 from speedbench.leaderboard.records_adapter import RunData
-from speedbench.metrics.acceptance import (
-    AcceptanceWarning,
-    RequestAcceptance,
-    compare_acceptance,
-    requests_from_counts,
-    requests_from_histograms,
-    requests_from_step_sizes,
-    summarize_acceptance,
-)
+from speedbench.metrics.acceptance import RequestAcceptance, compare_acceptance, summarize_acceptance
+from speedbench.metrics.record_acceptance import primary_table
 from speedbench.metrics.latency import summarize_latency, timings_from_lists
 from speedbench.metrics.results import to_jsonable
 from speedbench.metrics.speedup import appendix_g_speedup, measured_speedup
@@ -37,26 +30,21 @@ NUM_RESAMPLES = 1000
 SEED = 0
 _AL_KEYS = ("acceptance_length", "acceptance_length_ci", "acceptance_length_request_weighted",
             "acceptance_length_request_weighted_ci", "mean_acceptance_rate", "conditional_acceptance_rate",
-            "num_requests", "num_steps", "max_tokens_share")
+            "num_requests", "num_steps", "max_tokens_share", "step_kind", "acceptance_length_drafted",
+            "tokens_per_decode_step", "num_decode_steps", "num_drafted_steps")
 
 
 def request_acceptance(records, draft_length: int) -> tuple[RequestAcceptance, str]:
     """The metrics core's per-request acceptance table of these records, and its source.
 
-    Like the client's analysis: the engine's exact per-request statistics when every record has
-    them (histograms, else step/accepted counts), otherwise the streamed chunk sizes.
+    The same choice as the client's results (``speedbench.metrics.record_acceptance``): the
+    engine's exact per-request statistics when every record has them, otherwise the streamed
+    chunk sizes (merged chunks detected and left out).
     """
-    common = dict(categories=adapter.categories(records), question_ids=adapter.question_ids(records),
-                  finish_reasons=adapter.finish_reasons(records))
-    counts = adapter.engine_counts(records)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", AcceptanceWarning)  # merged chunks are reported in the summary
-        if counts and counts["histograms"]:
-            return requests_from_histograms(counts["histograms"], **common), "engine"
-        if counts:
-            return requests_from_counts(counts["steps"], counts["accepted"], counts["drafted"],
-                                        draft_length=counts["draft_length"] or draft_length, **common), "engine"
-        return requests_from_step_sizes(adapter.step_sizes(records), draft_length=draft_length, **common), "chunks"
+    table, source = primary_table(records, draft_length)
+    if table is None:
+        raise ValueError("records: no acceptance source (no engine statistics and no chunks)")
+    return table, source
 
 
 def _summary(records, draft_length: int, num_resamples: int) -> dict:
@@ -104,15 +92,19 @@ def _point_figures(run: RunData, point: str, records, draft_length: int) -> dict
         "achieved_concurrency": latency["achieved_concurrency"],
     }
     if run.role == "sd":
-        figures["acceptance_length"] = _summary(records, draft_length, 0)["acceptance_length"]
+        summary = _summary(records, draft_length, 0)
+        figures["acceptance_length"] = summary["acceptance_length"]
+        figures["tokens_per_decode_step"] = summary.get("tokens_per_decode_step")
     return figures
 
 
 def _speedup(sd: dict, baseline: dict) -> dict:
     estimate = measured = None
-    if sd.get("acceptance_length") and sd["step_latency_mean"] and baseline["step_latency_mean"]:
+    # Appendix G's AL is tokens per decode step: t_sd is the mean over all decode steps.
+    tokens_per_step = sd.get("tokens_per_decode_step")
+    if tokens_per_step and sd["step_latency_mean"] and baseline["step_latency_mean"]:
         estimate = appendix_g_speedup(t_ar=baseline["step_latency_mean"], t_sd=sd["step_latency_mean"],
-                                      acceptance_length=sd["acceptance_length"])
+                                      acceptance_length=tokens_per_step)
     if sd["output_tps"] and baseline["output_tps"]:
         measured = measured_speedup(baseline["output_tps"], sd["output_tps"]).output_tps_ratio
     return {"isl": sd["isl"], "dataset_config": sd["dataset_config"], "concurrency": sd["concurrency"],

@@ -90,7 +90,8 @@ def _check_engine_stats(stats, where: str) -> None:
         return
     if not isinstance(stats, dict):
         raise BundleRejected(f"{where}: engine_stats must be an object or null")
-    for name in ("verify_steps", "draft_tokens", "accepted_tokens", "draft_length"):
+    for name in ("verify_steps", "draft_tokens", "accepted_tokens", "draft_length", "decode_steps",
+                 "drafted_steps", "accepted_past_max_tokens"):
         value = stats.get(name)
         if value is not None and (not _is_int(value) or value < 0):
             raise BundleRejected(f"{where}: engine_stats.{name} must be a non-negative integer or null")
@@ -158,46 +159,3 @@ def point_concurrency(point: str, records: list[TurnRecord]) -> int | None:
         return int(records[0].requested_concurrency)
     match = _POINT.match(point)
     return int(match.group(1)) if match else None
-
-
-def step_sizes(records: list[TurnRecord]) -> list[list[int]]:
-    """Tokens per streamed chunk of each request-turn, first chunk included (the AL metric's input)."""
-    return [list(r.chunk_tokens) for r in records]
-
-
-def categories(records: list[TurnRecord]) -> list[str]:
-    return [r.category for r in records]
-
-
-def question_ids(records: list[TurnRecord]) -> list[str]:
-    """The prompt id of each request-turn: the metrics core pools the turns of one id into one
-    request, and pairs two runs by it."""
-    return [r.question_id for r in records]
-
-
-def finish_reasons(records: list[TurnRecord]) -> list[str]:
-    return [r.finish_reason or "" for r in records]
-
-
-def engine_counts(records: list[TurnRecord]) -> dict | None:
-    """The engine's own per-request acceptance statistics, when every record carries exact ones.
-
-    Returns ``{"histograms": [...] | None, "steps", "accepted", "drafted": [...] | None,
-    "draft_length": K | None, "sources": [...]}``; None when any record lacks them (then the
-    streamed chunks are the only acceptance source, as in the client's own analysis).
-    """
-    stats = [r.engine_stats for r in records]
-    if not stats or any(s is None or s.verify_steps is None or s.accepted_tokens is None or not s.exact
-                        for s in stats):
-        return None
-    histograms = [s.acceptance_histogram for s in stats]
-    drafted = [s.draft_tokens for s in stats]
-    return {"histograms": histograms if all(h and len(h) >= 2 for h in histograms) else None,
-            "steps": [s.verify_steps for s in stats], "accepted": [s.accepted_tokens for s in stats],
-            "drafted": drafted if all(d is not None for d in drafted) else None,
-            "draft_length": next((s.draft_length for s in stats if s.draft_length), None),
-            "sources": sorted({s.source for s in stats})}
-
-
-def finished_at_max_tokens(records: list[TurnRecord]) -> list[bool]:
-    return [r.finish_reason == "length" for r in records]

@@ -1,11 +1,12 @@
 """Every number in the report, computed by ``speedbench.metrics`` from the runs' records.
 
-Per load point the figures come from ``speedbench.client.analysis.compute_results`` (the same
+Per load point the figures come from ``speedbench.metrics.run_results.compute_results`` (the same
 routine ``speedbench run`` writes ``results.json`` with), recomputed from ``records.jsonl`` so a
 stale or missing results file does not matter: acceptance from every source the engine offered
 (chunks, per-request engine statistics, Prometheus counters), their agreement, latency and
 throughput, all by ``speedbench.metrics``. Across runs this module pairs runs and calls the
-metrics core again: measured speedup and the Appendix-G estimate (``S = t_ar * AL / t_sd``),
+metrics core again: measured speedup and the Appendix-G estimate (``S = t_ar * AL / t_sd`` with AL
+the tokens per decode step of the primary source, since ``t_sd`` is the mean over all decode steps),
 best draft length per batch size. It arranges the results into tables:
 
 - ``points``      one row per (run, load point): throughput, achieved vs requested
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from speedbench import metrics as M
+from speedbench.metrics.run_results import compute_results
 from speedbench.records import TurnRecord
 from speedbench.report.runs import LoadedRun
 
@@ -66,9 +68,7 @@ class ReportData:
 
 
 def analyse_run(run: LoadedRun, options: ReportOptions) -> list[dict]:
-    """The client's per-point analysis, recomputed from the run's records."""
-    from speedbench.client.analysis import compute_results
-
+    """The per-point analysis (the one ``speedbench run`` writes), recomputed from the run's records."""
     # K = 0 tells the analysis that a baseline run has no draft tokens to measure.
     results = compute_results(run.path, tolerance=options.agreement_tolerance, num_resamples=options.num_resamples,
                               draft_length=run.draft_length if run.speculative else 0)
@@ -143,7 +143,9 @@ def point_row(run: LoadedRun, point: dict, records: list[TurnRecord]) -> dict[st
         row.update({"acceptance_source": source, "acceptance_length": summary["acceptance_length"],
                     "acceptance_length_ci_low": ci[0], "acceptance_length_ci_high": ci[1],
                     "acceptance_length_request_weighted": summary.get("acceptance_length_request_weighted"),
-                    "mean_acceptance_rate": summary.get("mean_acceptance_rate")})
+                    "mean_acceptance_rate": summary.get("mean_acceptance_rate"),
+                    "acceptance_length_drafted": summary.get("acceptance_length_drafted"),
+                    "tokens_per_decode_step": summary.get("tokens_per_decode_step")})
         for other, other_summary in (point.get("acceptance") or {}).items():
             if isinstance(other_summary, dict) and other_summary.get("acceptance_length") is not None:
                 row[f"acceptance_length_{other}"] = other_summary["acceptance_length"]
@@ -215,13 +217,16 @@ def _speedup_rows(runs: list[LoadedRun], analysed: dict[tuple[str, str], dict]) 
                        "output_tps_sd": b["output_tps"], "measured_speedup": measured.output_tps_ratio,
                        "latency_ratio": measured.latency_ratio, "num_paired_requests": measured.num_paired_requests,
                        "t_ar_s": a.get("step_latency_mean_s"), "t_sd_s": b.get("step_latency_mean_s"),
-                       "acceptance_length": b.get("acceptance_length"), "estimated_speedup": None,
+                       "acceptance_length": b.get("acceptance_length"),
+                       "tokens_per_decode_step": b.get("tokens_per_decode_step"), "estimated_speedup": None,
                        "estimate_error": None}
                 # Appendix G needs per-step latencies, i.e. chunks that are verification steps.
                 steps_ok = all(r.chunks_are_steps for r in sd_entry["records"] + base_points[concurrency]["records"]
                                if r.ok)
-                if steps_ok and row["t_ar_s"] and row["t_sd_s"] and (row["acceptance_length"] or 0) >= 1:
-                    estimate = M.appendix_g_speedup(row["t_ar_s"], row["t_sd_s"], row["acceptance_length"])
+                # Appendix G's AL is tokens per decode step: t_sd is the mean over all decode steps.
+                tokens_per_step = row["tokens_per_decode_step"]
+                if steps_ok and row["t_ar_s"] and row["t_sd_s"] and (tokens_per_step or 0) >= 1:
+                    estimate = M.appendix_g_speedup(row["t_ar_s"], row["t_sd_s"], tokens_per_step)
                     row["estimated_speedup"] = estimate
                     row["estimate_error"] = M.relative_error(estimate, measured.output_tps_ratio)
                 rows.append(row)

@@ -1,0 +1,134 @@
+"""The stand-ins' wire formats: streamed events, final statistics, errors and Prometheus text.
+
+Shapes follow the engines as recorded (``../shared/wire/vllm-0.32.0-cpu/``) or read in their
+source (``docs/engine-wire-formats.md``):
+
+- vLLM: ``prompt_token_ids`` on the first chunk and ``null`` on every later one; the usage chunk
+  (``choices: []``) carries ``system_fingerprint`` and, with ``--per-request-spec-decode-metrics``,
+  ``metrics.speculative_decoding`` over *drafted* steps; errors are
+  ``{"error": {"message", "type", "param", "code"}}``; every counter has a ``*_created`` gauge
+  beside it (same labels, ``position`` included);
+- SGLang: cumulative text and ``meta_info.completion_tokens``; the histogram grows only to the
+  largest count accepted; older releases' count names on request;
+- TensorRT-LLM: ``avg_decoded_tokens_per_iter`` per choice; validation errors as
+  ``{"error": "<message>"}``; ``/perf_metrics`` entries with ``request_id``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from speedbench.client.testing.standin_sim import Counters, Simulation, StepPlan
+
+# Fields trtllm-serve's CompletionRequest declares (tensorrt_llm/serve/openai_protocol.py, 1.2);
+# kept apart from the client adapter's list on purpose, so a test can catch either being wrong.
+TRTLLM_FIELDS = frozenset({
+    "model", "prompt", "best_of", "echo", "frequency_penalty", "logit_bias", "logprobs", "max_tokens", "n",
+    "presence_penalty", "seed", "stop", "stream", "stream_options", "suffix", "temperature", "top_p", "user",
+    "lora_request", "prompt_ignore_length", "use_beam_search", "top_k", "top_p_min", "min_p",
+    "repetition_penalty", "length_penalty", "early_stopping", "stop_token_ids", "include_stop_str_in_output",
+    "ignore_eos", "min_tokens", "skip_special_tokens", "spaces_between_special_tokens", "truncate_prompt_tokens",
+    "return_context_logits", "detokenize", "thinking_token_budget", "add_special_tokens", "response_format",
+    "disaggregated_params", "priority", "conversation_params"})
+TRTLLM_STREAM_OPTIONS = frozenset({"include_usage", "continuous_usage_stats"})
+
+
+def error_body(engine: str, status: int, message: str) -> dict[str, Any]:
+    if engine == "trtllm":
+        return {"error": message}
+    kind = {400: "BadRequestError", 429: "TooManyRequestsError", 500: "InternalServerError"}.get(status, "Error")
+    return {"error": {"message": message, "type": kind, "param": None, "code": status}}
+
+
+def histogram(accepted: list[int], width: int) -> list[int]:
+    out = [0] * width
+    for a in accepted:
+        out[a] += 1
+    return out
+
+
+def vllm_spec(plan: StepPlan, k: int) -> dict[str, Any]:
+    accepted = plan.accepted
+    n, total = len(accepted), sum(accepted)
+    return {"mean_acceptance_length": 1 + total / n if n else 1.0,
+            "draft_acceptance_rate": total / (n * k) if n else 0.0,
+            "acceptance_histogram": histogram(accepted, k + 1), "num_spec_steps": n,
+            "num_accepted_draft_tokens": total, "num_draft_tokens": n * k, "num_spec_tokens": k}
+
+
+def sglang_meta(sim: Simulation, plan: StepPlan, emitted: int) -> dict[str, Any]:
+    accepted = plan.accepted_all
+    verify, correct, k = len(accepted), sum(accepted), sim.draft_length
+    meta: dict[str, Any] = {"spec_verify_ct": verify, "spec_accept_length": emitted / verify if verify else 1.0,
+                            "spec_accept_rate": correct / (verify * k) if verify and k else 0.0,
+                            # grows only as far as the largest count accepted, like Req's histogram
+                            "spec_correct_drafts_histogram": histogram(accepted, max(accepted) + 1) if accepted else []}
+    if sim.sglang_legacy_names:
+        meta.update(spec_accept_token_num=correct, spec_draft_token_num=verify * k)
+    else:
+        meta.update(spec_num_correct_drafts=correct, spec_num_proposed_drafts=verify * k)
+    return meta
+
+
+def trtllm_perf_entry(request_id: int, plan: StepPlan, k: int) -> dict[str, Any]:
+    accepted = plan.accepted
+    spec = {"acceptance_rate": sum(accepted) / (len(accepted) * k) if accepted and k else 0.0,
+            "total_accepted_draft_tokens": sum(accepted), "total_draft_tokens": len(accepted) * k}
+    metrics: dict[str, Any] = {"first_iter": 0, "last_iter": len(plan.sizes) - 1,
+                               "timing_metrics": {}, "kv_cache_metrics": {}}
+    if spec["total_draft_tokens"] > 0:
+        metrics["speculative_decoding"] = spec
+    return {"request_id": request_id, "perf_metrics": metrics}
+
+
+def _family(lines: list[str], name: str, kind: str, help_text: str, samples: list[tuple[str, float]],
+            created: float) -> None:
+    """A counter (``name`` without ``_total``) and its ``*_created`` gauge, as vLLM exposes them."""
+    lines += [f"# HELP {name}_total {help_text}", f"# TYPE {name}_total {kind}"]
+    lines += [f"{name}_total{{{labels}}} {float(value)}" for labels, value in samples]
+    lines += [f"# HELP {name}_created {help_text}", f"# TYPE {name}_created gauge"]
+    lines += [f"{name}_created{{{labels}}} {created}" for labels, _ in samples]
+
+
+def vllm_metrics(sim: Simulation, c: Counters, created: float) -> list[str]:
+    label = f'engine="0",model_name="{sim.model}"'
+    lines: list[str] = []
+    if c.k:
+        _family(lines, "vllm:spec_decode_num_drafts", "counter", "Number of spec decoding drafts.",
+                [(label, c.drafts)], created)
+        _family(lines, "vllm:spec_decode_num_draft_tokens", "counter", "Number of draft tokens.",
+                [(label, c.draft_tokens)], created)
+        _family(lines, "vllm:spec_decode_num_accepted_tokens", "counter", "Number of accepted tokens.",
+                [(label, c.accepted)], created)
+        _family(lines, "vllm:spec_decode_num_accepted_tokens_per_pos", "counter",
+                "Accepted tokens per draft position.",
+                [(f'{label},position="{i}"', v) for i, v in enumerate(c.per_position)], created)
+    _family(lines, "vllm:generation_tokens", "counter", "Number of generation tokens processed.",
+            [(label, c.generation_tokens)], created)
+    _family(lines, "vllm:prompt_tokens", "counter", "Number of prefill tokens processed.",
+            [(label, c.prompt_tokens)], created)
+    _family(lines, "vllm:request_success", "counter", "Count of successfully processed requests.",
+            [(f'engine="0",finished_reason="length",model_name="{sim.model}"', c.requests)], created)
+    return lines
+
+
+def sglang_metrics(sim: Simulation, c: Counters) -> list[str]:
+    label = f'model_name="{sim.model}"'
+    al = (c.generation_tokens / c.verify_calls) if c.verify_calls else 0.0
+    return ["# TYPE sglang:spec_verify_calls_total counter",
+            f"sglang:spec_verify_calls_total{{{label}}} {float(c.verify_calls)}",
+            f"sglang:generation_tokens_total{{{label}}} {float(c.generation_tokens)}",
+            f"sglang:prompt_tokens_total{{{label}}} {float(c.prompt_tokens)}",
+            "# TYPE sglang:spec_accept_length gauge", f"sglang:spec_accept_length{{{label}}} {al}",
+            f"sglang:spec_num_draft_tokens{{{label}}} {float(c.k + 1)}"]
+
+
+def trtllm_metrics(sim: Simulation, c: Counters) -> list[str]:
+    label = f'model_name="{sim.model}"'
+    lines = [f'trtllm_request_success_total{{{label}}} {float(c.requests)}']
+    if sim.enable_iter_perf_stats:
+        al = 1 + c.accepted / c.drafts if c.drafts else 0.0
+        lines += ["# TYPE trtllm_spec_decode_num_draft_tokens_total counter",
+                  f"trtllm_spec_decode_num_draft_tokens_total{{{label}}} {float(c.draft_tokens)}",
+                  f"trtllm_spec_decode_num_accepted_tokens_total{{{label}}} {float(c.accepted)}",
+                  f"trtllm_spec_decode_acceptance_length{{{label}}} {al}"]
+    return lines

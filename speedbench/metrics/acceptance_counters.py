@@ -1,0 +1,116 @@
+"""Input form 3: acceptance from run-level counter deltas (no per-request rows).
+
+Part of ``speedbench.metrics.acceptance`` (see its docstring for the notation).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from speedbench.metrics.acceptance_formulas import (
+    acceptance_length_from_counts,
+    check_identities,
+    conditional_from_marginal,
+    mean_acceptance_rate,
+)
+from speedbench.metrics.acceptance_summary import AcceptanceSummary, _finite_or_none
+from speedbench.metrics.acceptance_tables import ALL_CATEGORY
+from speedbench.metrics.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_SEED
+from speedbench.metrics.breakdown import group_codes
+from speedbench.metrics.validation import MetricInputError, as_count_array, as_labels, as_ragged_counts
+
+
+def acceptance_from_counters(
+    num_drafts,
+    num_draft_tokens,
+    num_accepted_tokens,
+    accepted_per_position=None,
+    *,
+    categories=None,
+) -> AcceptanceSummary:
+    """Input form 3: deltas of server counters over a run (vLLM / llama.cpp Prometheus
+    ``spec_decode_num_drafts``, ``..._num_draft_tokens``, ``..._num_accepted_tokens``,
+    ``..._num_accepted_tokens_per_pos{position=i}``).
+
+    Each argument is one value per run (or per category run); rows with the same category
+    are summed. ``AL = 1 + accepted / drafts``; ``accepted_per_position[i] / drafts`` is the
+    *marginal* ``P(>= i+1)``; the conditional rates are ratios of consecutive marginals.
+    There are no per-request rows, so no request-weighted AL and no intervals.
+    """
+    drafts = as_count_array(num_drafts, "num_drafts")
+    tokens = as_count_array(num_draft_tokens, "num_draft_tokens")
+    accepted = as_count_array(num_accepted_tokens, "num_accepted_tokens")
+    n = drafts.size
+    for name, arr in (("num_draft_tokens", tokens), ("num_accepted_tokens", accepted)):
+        if arr.size != n:
+            raise MetricInputError(f"{name}: got {arr.size} values for {n} rows")
+    per_pos = None
+    if accepted_per_position is not None:
+        app = accepted_per_position
+        if n == 1 and len(app) and np.ndim(app[0]) == 0:
+            app = [app]  # one run given as a flat list of positions
+        rows = as_ragged_counts(app, "accepted_per_position")
+        if rows.num_rows != n:
+            raise MetricInputError(f"accepted_per_position: got {rows.num_rows} rows for {n} counter rows")
+        width = int(rows.lengths.max()) if n else 0
+        per_pos = np.zeros((n, width), dtype=np.int64)
+        per_pos[rows.row_index(), np.arange(rows.values.size) - np.repeat(rows.offsets[:-1], rows.lengths)] = rows.values
+    cats = as_labels(categories, n, "categories", default=ALL_CATEGORY)
+    codes, names = group_codes(cats)
+
+    def one(mask) -> AcceptanceSummary:
+        d, t, a = int(drafts[mask].sum()), int(tokens[mask].sum()), int(accepted[mask].sum())
+        al = float(acceptance_length_from_counts(d, a))
+        marginal = conditional = None
+        notes = []
+        k = None
+        if per_pos is not None:
+            pp = per_pos[mask].sum(axis=0)
+            k = int(pp.size)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                marginal = pp / d if d > 0 else np.zeros(k)
+            conditional = conditional_from_marginal(marginal)
+        elif d > 0 and t % d == 0:
+            k = t // d
+        checks = check_identities(al, marginal, conditional) if marginal is not None and np.isfinite(al) else []
+        if per_pos is not None and int(per_pos[mask].sum()) != a:
+            checks.append(f"sum of accepted_per_position ({int(per_pos[mask].sum())}) != num_accepted_tokens ({a})")
+        return AcceptanceSummary(
+            acceptance_length=al,
+            acceptance_length_request_weighted=None,
+            acceptance_length_ci=None,
+            acceptance_length_request_weighted_ci=None,
+            conditional_acceptance_rate=None if conditional is None else conditional.tolist(),
+            conditional_acceptance_rate_ci=None,
+            marginal_acceptance_rate=None if marginal is None else np.asarray(marginal).tolist(),
+            marginal_acceptance_rate_ci=None,
+            mean_acceptance_rate=_finite_or_none(mean_acceptance_rate(a, t)),
+            mean_acceptance_rate_ci=None,
+            acceptance_histogram=None,
+            draft_length=k,
+            draft_length_inferred=False,
+            num_requests=0,
+            num_requests_without_steps=0,
+            num_steps=d,
+            num_accepted_tokens=a,
+            num_draft_tokens=t,
+            num_max_tokens_requests=None,
+            max_tokens_share=None,
+            num_requests_excluded_max_tokens=0,
+            input_form="counters",
+            trim_rules=None,
+            trim_report=None,
+            confidence=DEFAULT_CONFIDENCE,
+            num_resamples=0,
+            seed=DEFAULT_SEED,
+            checks_failed=checks,
+            warnings=notes,
+        )
+
+    per_category = {}
+    for c, name in enumerate(names):
+        d = one(codes == c).to_dict()
+        d.pop("per_category", None)
+        per_category[name] = d
+    summary = one(np.ones(n, dtype=bool))
+    summary.per_category = per_category
+    return summary

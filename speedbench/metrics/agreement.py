@@ -1,0 +1,133 @@
+"""Counters as a source, and the like-for-like comparison of the acceptance sources.
+
+- counters vs engine: the same quantities summed (drafted steps, drafted tokens, accepted
+  tokens); engines count drafts accepted past ``max_tokens`` in both, so they match exactly on a
+  clean run (vLLM 0.32.0: every client run agreed exactly);
+- chunks vs engine: decode steps. Chunks can only merge steps, never split them, so fewer chunk
+  steps than engine decode steps means merged chunks (reported as ``merged_steps``, engine
+  primary), and only *more* chunk steps than the engine counted is a disagreement. The engine's
+  decode steps may undercount by up to K per request cut at ``max_tokens`` after partial
+  drafting (``speedbench.metrics.steps.derive_decode_steps``), which the comparison allows;
+- counters vs chunks (no engine statistics): accepted tokens, only when no chunk was merged, with
+  up to K drafts per capped request counted past ``max_tokens``.
+
+A relative difference above the tolerance is listed under ``flags`` as ``disagreement``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from speedbench.metrics.acceptance_counters import acceptance_from_counters
+from speedbench.metrics.acceptance_formulas import acceptance_length_from_counts
+from speedbench.metrics.counter_sources import counter_acceptance, snapshot_delta
+from speedbench.metrics.record_acceptance import RecordAcceptance
+
+MAX_TOKENS_REASONS = ("length", "max_tokens")
+
+
+def counter_summary(engine: str, entry: dict | None, num_requests: int) -> dict | None:
+    """The ``counters`` source of one load point from its ``counters.jsonl`` entry (None if absent)."""
+    if not entry:
+        return None
+    delta = (entry["delta"], entry.get("delta_per_position") or {}) if "delta" in entry else \
+        snapshot_delta(entry.get("before"), entry.get("after"))
+    if delta is None:
+        return None
+    counters = counter_acceptance(engine, delta[0], {int(k): v for k, v in delta[1].items()})
+    if counters is None:
+        return None
+    result: dict[str, Any] = {"source": counters.source, "complete": bool(entry.get("complete")),
+                              "raw_delta": {k: v for k, v in delta[0].items() if "spec" in k or "token" in k}}
+    if None not in (counters.drafts, counters.draft_tokens, counters.accepted_tokens):
+        positions = counters.accepted_per_position
+        summary = acceptance_from_counters(int(counters.drafts), int(counters.draft_tokens),
+                                           int(counters.accepted_tokens),
+                                           [int(p) for p in positions] if positions else None)
+        result.update(summary.to_dict())
+        result.update(step_kind="drafted", acceptance_length_drafted=summary.acceptance_length,
+                      num_drafted_steps=int(counters.drafts))
+        result["al_definition"] = "1 + accepted / drafted steps (counter drafts = steps that carried a draft)"
+    elif counters.verify_steps is not None and counters.generation_tokens is not None:
+        # SGLang: every decode step verifies; generation tokens = one prefill token per request
+        # + decode steps + accepted drafts.
+        steps = int(counters.verify_steps)
+        accepted = max(0, int(counters.generation_tokens) - steps - num_requests)
+        al = float(acceptance_length_from_counts(steps, accepted))
+        result.update(acceptance_length=al, acceptance_length_drafted=al, num_steps=steps,
+                      num_drafted_steps=steps, num_decode_steps=steps, num_accepted_tokens=accepted,
+                      tokens_per_decode_step=al if steps else None, step_kind="drafted",
+                      al_definition="1 + (generation tokens - verify steps - requests) / verify steps")
+    elif counters.draft_tokens is not None and counters.accepted_tokens is not None:
+        result["mean_acceptance_rate"] = (counters.accepted_tokens / counters.draft_tokens
+                                          if counters.draft_tokens else None)
+        result["num_draft_tokens"] = int(counters.draft_tokens)
+        result["num_accepted_tokens"] = int(counters.accepted_tokens)
+    if counters.generation_tokens is not None and counters.accepted_tokens is not None:
+        # Forward passes that produced tokens (prefill included): tokens - accepted drafts.
+        result["num_token_steps"] = int(counters.generation_tokens - counters.accepted_tokens)
+    return result
+
+
+def _relative(a: float | None, b: float | None) -> float | None:
+    if a is None or b is None or not b:
+        return None
+    return abs(a - b) / abs(b)
+
+
+def _cut_slack(records, draft_length: int | None) -> int:
+    capped = sum(1 for r in records if str(r.finish_reason or "").lower() in MAX_TOKENS_REASONS)
+    return capped * int(draft_length or 0)
+
+
+def _chunk_steps(summary) -> int | None:
+    """Decode steps the chunks show at least: valid steps + one per merged chunk."""
+    if summary is None or summary.num_decode_steps is None:
+        return None
+    return summary.num_decode_steps + int((summary.trim_report or {}).get("num_merged_chunks", 0))
+
+
+def compare_sources(acc: RecordAcceptance, counters: dict | None, records, tolerance: float) -> tuple[dict, list[str]]:
+    """``(agreement, flags)``: relative differences of like quantities, and what exceeds ``tolerance``."""
+    engine, cov = acc.engine, acc.engine_coverage
+    agreement: dict[str, Any] = {"reference": acc.primary_name, "tolerance": tolerance, "relative_difference": {},
+                                 "compared": []}
+    flags: list[str] = []
+
+    def check(name: str, value, expected, what: str, allowed: float = 0.0) -> None:
+        if value is None or expected is None:
+            return
+        difference = _relative(float(value), float(expected))
+        agreement["relative_difference"][name] = difference
+        agreement["compared"].append(name)
+        if difference is not None and abs(float(value) - float(expected)) > allowed and difference > tolerance:
+            flags.append(f"disagreement: {what} ({value}) differs from {expected} by {100 * difference:.1f}% "
+                         f"(> {100 * tolerance:.1f}%)")
+
+    if counters is not None and counters.get("complete") and engine is not None and cov.complete:
+        check("counters_num_accepted_tokens", counters.get("num_accepted_tokens"), cov.num_accepted_tokens,
+              "accepted tokens from counters vs the engine's per-request sum")
+        check("counters_num_draft_tokens", counters.get("num_draft_tokens"), cov.num_draft_tokens,
+              "drafted tokens from counters vs the engine's per-request sum")
+        check("counters_num_drafted_steps", counters.get("num_drafted_steps"), cov.num_drafted_steps,
+              "drafted steps from counters vs the engine's per-request sum")
+    chunk_steps = _chunk_steps(acc.chunks_untrimmed)
+    if engine is not None and chunk_steps is not None and acc.chunks_are_steps:
+        slack = _cut_slack(records, acc.draft_length)
+        agreement["relative_difference"]["chunks_decode_steps"] = _relative(chunk_steps, cov.num_decode_steps)
+        agreement["compared"].append("chunks_decode_steps")
+        if chunk_steps > cov.num_decode_steps + slack:
+            check("chunks_decode_steps", chunk_steps, cov.num_decode_steps,
+                  "decode steps seen in chunks vs the engine's decode steps", allowed=slack)
+        elif chunk_steps < cov.num_decode_steps:
+            flags.append(f"merged_steps: the chunks hold {cov.num_decode_steps - chunk_steps} fewer decode steps "
+                         f"than the engine counted ({chunk_steps} < {cov.num_decode_steps}): steps merged into "
+                         "chunks; the engine's per-request statistics are primary")
+    elif engine is None and counters is not None and counters.get("complete") and acc.chunks_untrimmed is not None \
+            and not (acc.chunks_untrimmed.trim_report or {}).get("num_merged_chunks"):
+        check("counters_vs_chunks_num_accepted_tokens", counters.get("num_accepted_tokens"),
+              acc.chunks_untrimmed.num_accepted_tokens, "accepted tokens from counters vs chunks",
+              allowed=_cut_slack(records, acc.draft_length))
+    return agreement, flags
+
+
+__all__ = ["compare_sources", "counter_summary"]

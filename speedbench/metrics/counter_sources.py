@@ -1,0 +1,122 @@
+"""Engine Prometheus counters -> run-level acceptance counts (the "counters" source).
+
+What each engine's counters count (from their source; ``docs`` / engine-wire-formats):
+
+- vLLM ``vllm:spec_decode_num_drafts_total``: *drafted* steps (n-gram steps without a draft are
+  not counted); ``..._num_draft_tokens_total``, ``..._num_accepted_tokens_total`` (drafts accepted
+  past ``max_tokens`` included), ``..._num_accepted_tokens_per_pos_total{position}``;
+- llama.cpp ``llamacpp:spec_decode_num_drafts_total`` = ``n_draft_verif_steps`` (drafted steps),
+  draft / accepted token totals, per-position counts (server started with ``--metrics``);
+- SGLang ``sglang:spec_verify_calls_total`` (every decode step verifies) and
+  ``sglang:generation_tokens_total`` (server started with ``--enable-metrics``);
+- TensorRT-LLM ``trtllm_spec_decode_num_draft_tokens_total`` / ``..._accepted_tokens_total`` at
+  ``/prometheus/metrics`` (``return_perf_metrics`` and ``enable_iter_perf_stats``).
+
+Deltas are summed over every label but ``position`` (``speedbench.client.counters``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class CounterAcceptance:
+    """Run-level acceptance from Prometheus counter deltas over one load point.
+
+    drafts: drafted steps (steps that carried a draft); draft_tokens / accepted_tokens: proposed
+    and accepted draft tokens; accepted_per_position[i]: drafted steps that accepted position i+1
+    (so ``accepted_per_position[i] / drafts`` is the marginal P(>= i+1 accepted));
+    verify_steps: decode steps when the engine counts them (SGLang), else None;
+    generation_tokens: output tokens over the point.
+    """
+
+    source: str
+    drafts: float | None = None
+    draft_tokens: float | None = None
+    accepted_tokens: float | None = None
+    accepted_per_position: list[float] | None = None
+    verify_steps: float | None = None
+    generation_tokens: float | None = None
+
+
+@dataclass(frozen=True)
+class CounterNames:
+    source: str
+    marker: str  # present in the delta when the engine exposes speculative counters
+    drafts: str | None = None
+    draft_tokens: str | None = None
+    accepted_tokens: str | None = None
+    verify_steps: str | None = None
+    generation_tokens: str | None = None
+    per_position: bool = False
+
+
+COUNTER_NAMES: dict[str, CounterNames] = {
+    "vllm": CounterNames("vllm.prometheus", "vllm:spec_decode_num_drafts_total",
+                         drafts="vllm:spec_decode_num_drafts_total",
+                         draft_tokens="vllm:spec_decode_num_draft_tokens_total",
+                         accepted_tokens="vllm:spec_decode_num_accepted_tokens_total",
+                         generation_tokens="vllm:generation_tokens_total", per_position=True),
+    "llamacpp": CounterNames("llamacpp.prometheus", "llamacpp:spec_decode_num_drafts_total",
+                             drafts="llamacpp:spec_decode_num_drafts_total",
+                             draft_tokens="llamacpp:spec_decode_num_draft_tokens_total",
+                             accepted_tokens="llamacpp:spec_decode_num_accepted_tokens_total",
+                             generation_tokens="llamacpp:tokens_predicted_total", per_position=True),
+    "sglang": CounterNames("sglang.prometheus", "sglang:spec_verify_calls_total",
+                           verify_steps="sglang:spec_verify_calls_total",
+                           generation_tokens="sglang:generation_tokens_total"),
+    "trtllm": CounterNames("trtllm.prometheus", "trtllm_spec_decode_num_draft_tokens_total",
+                           draft_tokens="trtllm_spec_decode_num_draft_tokens_total",
+                           accepted_tokens="trtllm_spec_decode_num_accepted_tokens_total"),
+}
+
+# The server flag each engine's acceptance sources need (warned about by ``speedbench run``).
+SOURCE_FLAGS: dict[str, dict[str, str]] = {
+    "vllm": {"engine": "vllm serve --per-request-spec-decode-metrics summary",
+             "counters": "vllm serve (Prometheus /metrics is on by default)"},
+    "sglang": {"engine": "speculative decoding on (meta_info spec_* fields)",
+               "counters": "python -m sglang.launch_server --enable-metrics"},
+    "trtllm": {"engine": "return_perf_metrics: true and perf_metrics_max_requests in the server config",
+               "counters": "return_perf_metrics: true and enable_iter_perf_stats: true in the server config"},
+    "llamacpp": {"engine": "speculation on (-md / --spec-type); timings_per_token is sent by the client",
+                 "counters": "llama-server --metrics"},
+}
+
+
+def counter_acceptance(engine: str, delta: dict[str, float],
+                       per_position: dict[int, float] | None = None) -> CounterAcceptance | None:
+    """The engine's counter deltas as a :class:`CounterAcceptance` (None: no speculative counters)."""
+    names = COUNTER_NAMES.get(engine)
+    if names is None or names.marker not in delta:
+        return None
+
+    def get(name: str | None) -> float | None:
+        return None if name is None else delta.get(name)
+
+    positions = [per_position[i] for i in sorted(per_position)] if names.per_position and per_position else None
+    return CounterAcceptance(source=names.source, drafts=get(names.drafts), draft_tokens=get(names.draft_tokens),
+                             accepted_tokens=get(names.accepted_tokens), accepted_per_position=positions,
+                             verify_steps=get(names.verify_steps), generation_tokens=get(names.generation_tokens))
+
+
+def snapshot_delta(before: dict | None, after: dict | None) -> tuple[dict[str, float], dict[int, float]] | None:
+    """Deltas between two saved snapshots (``{"totals": {...}, "per_position": {name: {pos: v}}}``,
+    as ``counters.jsonl`` holds them); the per-position deltas are those of the
+    ``*accepted_tokens_per_pos_total`` metric. None when either snapshot is missing."""
+    if not before or not after:
+        return None
+    b_tot, a_tot = before.get("totals") or {}, after.get("totals") or {}
+    totals = {name: float(v) - float(b_tot.get(name, 0.0)) for name, v in a_tot.items()}
+    a_pos, b_pos = after.get("per_position") or {}, before.get("per_position") or {}
+    names = [n for n in a_pos if n.endswith("accepted_tokens_per_pos_total")] or \
+        (list(a_pos) if len(a_pos) == 1 else [])
+    per_position: dict[int, float] = {}
+    if names:
+        earlier = {int(p): float(v) for p, v in (b_pos.get(names[0]) or {}).items()}
+        per_position = {int(p): float(v) - earlier.get(int(p), 0.0)
+                        for p, v in sorted(a_pos[names[0]].items(), key=lambda kv: int(kv[0]))}
+    return totals, per_position
+
+
+__all__ = ["COUNTER_NAMES", "SOURCE_FLAGS", "CounterAcceptance", "CounterNames", "counter_acceptance",
+           "snapshot_delta"]

@@ -1,0 +1,166 @@
+"""Records -> acceptance: the one path the client's results, the report and the board share.
+
+Sources, in order of trust (``speedbench/records.py`` defines the steps):
+
+- ``engine``: the engine's exact per-request statistics (vLLM ``metrics.speculative_decoding``,
+  SGLang ``meta_info``, llama.cpp ``timings``, TensorRT-LLM ``/perf_metrics``). Primary whenever
+  every measured record carries them; histograms over drafted steps when every record has one
+  (padded to K + 1: SGLang's histogram is only as long as the largest count accepted), else
+  drafted-step counts, else decode-step counts (llama.cpp);
+- ``chunks``: streamed chunk sizes as decode steps, a fallback. A chunk larger than K + 1, or one
+  that arrived after a stall, holds several steps (the real vLLM frontend merges chunks even at
+  concurrency 1); such chunks are detected, counted and left out, never read as one long step;
+- ``counters``: run-level Prometheus deltas (:mod:`speedbench.metrics.counter_sources`).
+
+Both figures are reported per source and named: ``acceptance_length_drafted`` (1 + accepted /
+drafted steps, vLLM's definition) and ``tokens_per_decode_step`` (emitted tokens per decode step,
+what Appendix G needs). Sources are compared like with like (:mod:`.agreement`).
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+from speedbench.metrics.acceptance_summary import AcceptanceSummary, summarize_acceptance
+from speedbench.metrics.acceptance_tables import (
+    RequestAcceptance,
+    requests_from_counts,
+    requests_from_histograms,
+    requests_from_step_sizes,
+)
+from speedbench.metrics.acceptance_trimming import AcceptanceWarning, TrimRules
+from speedbench.metrics.steps import StepCounts, record_steps
+
+
+@dataclass
+class EngineCoverage:
+    """Which records the engine source covers, and from what."""
+
+    sources: list[str]
+    num_requests_with_stats: int
+    num_requests: int
+    num_accepted_tokens: int
+    num_draft_tokens: int | None
+    num_drafted_steps: int | None
+    num_decode_steps: int
+    num_accepted_past_max_tokens: int
+
+    @property
+    def complete(self) -> bool:
+        return self.num_requests_with_stats == self.num_requests
+
+
+def _common(records) -> dict:
+    return dict(categories=[r.category for r in records], question_ids=[r.question_id for r in records],
+                finish_reasons=[r.finish_reason or "" for r in records])
+
+
+def engine_table(records, draft_length: int | None = None) -> tuple[RequestAcceptance, EngineCoverage] | None:
+    """The engine source's per-request table over the records that have exact statistics."""
+    pairs = [(r, s) for r in records if (s := record_steps(r)) is not None]
+    if not pairs:
+        return None
+    rows = [r for r, _ in pairs]
+    counts: list[StepCounts] = [s for _, s in pairs]
+    histograms = [r.engine_stats.acceptance_histogram for r in rows]
+    k = draft_length or next((r.engine_stats.draft_length for r in rows if r.engine_stats.draft_length), None)
+    decode = dict(decode_steps=[c.decode_steps for c in counts], decode_tokens=[c.decode_tokens for c in counts])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", AcceptanceWarning)
+        if all(h for h in histograms) and (k or max(len(h) for h in histograms) >= 2):
+            table = requests_from_histograms(histograms, draft_length=k, **_common(rows), **decode)
+        elif all(c.drafted_steps is not None for c in counts):
+            drafted = [c.drafted_tokens for c in counts]
+            table = requests_from_counts([c.drafted_steps for c in counts], [c.accepted_tokens for c in counts],
+                                         drafted if None not in drafted else None, draft_length=k,
+                                         **_common(rows), **decode)
+        else:  # llama.cpp: its per-request timings do not say which steps drafted
+            drafted = [c.drafted_tokens for c in counts]
+            table = requests_from_counts([c.decode_steps for c in counts], [c.accepted_tokens for c in counts],
+                                         drafted if None not in drafted else None, draft_length=k,
+                                         step_kind="decode", **_common(rows), **decode)
+    drafted_tokens = [c.drafted_tokens for c in counts]
+    drafted_steps = [c.drafted_steps for c in counts]
+    coverage = EngineCoverage(
+        sources=sorted({r.engine_stats.source for r in rows}), num_requests_with_stats=len(rows),
+        num_requests=len(records), num_accepted_tokens=sum(c.accepted_tokens for c in counts),
+        num_draft_tokens=None if None in drafted_tokens else sum(drafted_tokens),
+        num_drafted_steps=None if None in drafted_steps else sum(drafted_steps),
+        num_decode_steps=sum(c.decode_steps for c in counts),
+        num_accepted_past_max_tokens=sum(c.accepted_past_max_tokens for c in counts))
+    return table, coverage
+
+
+def chunk_table(records, draft_length: int | None, rules: TrimRules | None = None) -> RequestAcceptance | None:
+    """The chunk source's per-request table (None for K = 0 or without chunks)."""
+    rows = [r for r in records if r.chunk_tokens]
+    if not rows or (draft_length is not None and draft_length < 1):
+        return None  # K = 0 (the no-speculation baseline): no draft tokens to measure
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", AcceptanceWarning)  # merged chunks and inferred K are reported
+        return requests_from_step_sizes([r.chunk_tokens for r in rows], draft_length=draft_length,
+                                        rules=rules or TrimRules(), chunk_times=[r.chunk_ns for r in rows],
+                                        **_common(rows))
+
+
+def primary_name(engine: EngineCoverage | None, chunks_present: bool, chunks_are_steps: bool) -> str | None:
+    """The primary source: ``engine`` when every record has exact statistics, else ``chunks`` when
+    chunks are steps, else the partial engine source."""
+    if engine is not None and engine.complete:
+        return "engine"
+    if chunks_present and chunks_are_steps:
+        return "chunks"
+    return "engine" if engine is not None else None
+
+
+def primary_table(records, draft_length: int | None) -> tuple[RequestAcceptance | None, str | None]:
+    """The primary source's per-request table of ``records`` and its name (the board's input)."""
+    engine = engine_table(records, draft_length)
+    chunk = chunk_table(records, draft_length)
+    name = primary_name(None if engine is None else engine[1], chunk is not None,
+                        all(r.chunks_are_steps for r in records))
+    return (engine[0] if name == "engine" else chunk), name
+
+
+@dataclass
+class RecordAcceptance:
+    """The per-request sources of one set of records (one load point, one run, or a board entry)."""
+
+    engine: AcceptanceSummary | None
+    engine_coverage: EngineCoverage | None
+    chunks: AcceptanceSummary | None
+    chunks_untrimmed: AcceptanceSummary | None
+    chunks_are_steps: bool
+    draft_length: int | None
+    flags: list[str] = field(default_factory=list)
+
+    @property
+    def primary_name(self) -> str | None:
+        """See :func:`primary_name`."""
+        return primary_name(self.engine_coverage, self.chunks is not None, self.chunks_are_steps)
+
+    @property
+    def primary(self) -> AcceptanceSummary | None:
+        return {"engine": self.engine, "chunks": self.chunks}.get(self.primary_name)
+
+
+def record_acceptance(records, draft_length: int | None, num_resamples: int, seed: int = 0,
+                      untrimmed: bool = True) -> RecordAcceptance:
+    """Every per-request source of ``records`` (measured, successful ones) summarised."""
+    chunk = chunk_table(records, draft_length)
+    flags: list[str] = []
+    if draft_length is None and chunk is not None:
+        draft_length = chunk.draft_length
+        flags.append(f"draft_length_inferred: K = {draft_length} from the largest chunk (pass --draft-length)")
+    engine = engine_table(records, draft_length)
+    raw = chunk_table(records, draft_length, TrimRules(last_chunk="keep")) if untrimmed else None
+    return RecordAcceptance(
+        engine=None if engine is None else summarize_acceptance(engine[0], num_resamples=num_resamples, seed=seed),
+        engine_coverage=None if engine is None else engine[1],
+        chunks=None if chunk is None else summarize_acceptance(chunk, num_resamples=num_resamples, seed=seed),
+        chunks_untrimmed=None if raw is None else summarize_acceptance(raw, num_resamples=0, seed=seed),
+        chunks_are_steps=all(r.chunks_are_steps for r in records), draft_length=draft_length, flags=flags)
+
+
+__all__ = ["EngineCoverage", "RecordAcceptance", "chunk_table", "engine_table", "primary_name", "primary_table",
+           "record_acceptance"]

@@ -1,0 +1,196 @@
+"""``results.json``: per load point, acceptance from every source and latency / throughput figures.
+
+The one routine from a run folder (records + counters + manifest) to numbers: ``speedbench run``
+writes ``results.json`` with it, ``speedbench report`` recomputes with it, and the board uses the
+same :mod:`speedbench.metrics.record_acceptance` path. All formulas are ``speedbench.metrics``'.
+"""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from speedbench.metrics.agreement import compare_sources, counter_summary
+from speedbench.metrics.latency import achieved_concurrency, summarize_latency, timings_from_lists
+from speedbench.metrics.record_acceptance import RecordAcceptance, record_acceptance
+from speedbench.metrics.results import to_jsonable
+from speedbench.metrics.steps import TOKENS_PER_DECODE_STEP
+from speedbench.records import COUNTERS_NAME, MANIFEST_NAME, RECORDS_NAME, TurnRecord, read_records
+
+RESULTS_FORMAT_VERSION = 1
+
+
+@dataclass
+class PointResult:
+    """One load point's figures (``to_dict`` is the ``results.json`` entry)."""
+
+    run_point: str
+    load_shape: str | None
+    requested_concurrency: int | None
+    request_rate: float | None
+    achieved_concurrency: float | None
+    achieved_concurrency_full_request: float | None
+    num_requests: int
+    num_errors: int
+    errors_by_kind: dict[str, int]
+    num_warmup_excluded: int
+    finish_reasons: dict[str, int]
+    draft_length: int | None
+    draft_length_given: bool
+    primary_acceptance_source: str | None
+    acceptance: dict[str, Any]
+    agreement: dict[str, Any]
+    latency: dict | None
+    totals: dict[str, int]
+    flags: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    @property
+    def tokens_per_decode_step(self) -> float | None:
+        """Of the primary source: what Appendix G's estimate uses."""
+        primary = self.acceptance.get(self.primary_acceptance_source or "") or {}
+        return primary.get(TOKENS_PER_DECODE_STEP)
+
+
+def _sources(acc: RecordAcceptance, counters: dict | None) -> tuple[dict[str, Any], list[str]]:
+    sources: dict[str, Any] = {}
+    flags: list[str] = []
+    if acc.chunks is not None:
+        sources["chunks"] = {**acc.chunks.to_dict(), "chunks_are_steps": acc.chunks_are_steps}
+        merged = (acc.chunks.trim_report or {}).get("num_merged_chunks", 0)
+        if merged:
+            stalled = (acc.chunks.trim_report or {}).get("num_stalled_chunks", 0)
+            flags.append(f"merged_chunks: {merged - stalled} chunk(s) larger than K+1 = {acc.chunks.draft_length + 1} "
+                         f"tokens and {stalled} after a stall (engine or client coalesced steps); chunk-based "
+                         "acceptance excludes them")
+        if not acc.chunks_are_steps:
+            flags.append("chunks_not_steps: this engine's chunks are not verification steps; "
+                         "the chunk source is not an acceptance measurement")
+    if acc.engine is not None:
+        cov = acc.engine_coverage
+        sources["engine"] = {**acc.engine.to_dict(), "sources": cov.sources, "exact": True,
+                             "num_requests_with_stats": cov.num_requests_with_stats,
+                             "num_accepted_tokens": cov.num_accepted_tokens, "num_draft_tokens": cov.num_draft_tokens,
+                             "num_accepted_past_max_tokens": cov.num_accepted_past_max_tokens}
+    if counters is not None:
+        sources["counters"] = counters
+        if not counters["complete"]:
+            flags.append("counters_incomplete: the point was resumed; counter deltas cover only part of it")
+    return sources, flags
+
+
+def _latency(records: list[TurnRecord]):
+    if not records:
+        return None, None
+    timings = timings_from_lists([r.scheduled_ns / 1e9 for r in records],
+                                 [[t / 1e9 for t in r.chunk_ns] for r in records], [r.chunk_tokens for r in records])
+    latency = summarize_latency(timings, requested_concurrency=records[0].requested_concurrency,
+                                categories=[r.category for r in records])
+    # Little's law over the whole time a request holds its slot (scheduled -> end of stream).
+    start = min(r.scheduled_ns for r in records)
+    span = (max(r.end_ns for r in records) - start) / 1e9
+    return latency, achieved_concurrency([(r.end_ns - r.scheduled_ns) / 1e9 for r in records], span)
+
+
+def _totals(ok: list[TurnRecord], measured: list[TurnRecord], acc: RecordAcceptance) -> dict[str, int]:
+    cov = acc.engine_coverage
+    return {"requests": len(measured), "ok": len(ok), "chunks": sum(len(r.chunk_tokens) for r in ok),
+            "output_tokens": sum(r.output_tokens for r in ok),
+            "engine_verify_steps": sum(r.engine_stats.verify_steps or 0 for r in ok if r.engine_stats),
+            "engine_accepted_tokens": sum(r.engine_stats.accepted_tokens or 0 for r in ok if r.engine_stats),
+            "engine_draft_tokens": sum(r.engine_stats.draft_tokens or 0 for r in ok if r.engine_stats),
+            "engine_decode_steps": cov.num_decode_steps if cov else 0,
+            "engine_drafted_steps": (cov.num_drafted_steps or 0) if cov else 0}
+
+
+def analyse_point(point: str, records: list[TurnRecord], engine: str, counter_entry: dict | None,
+                  tolerance: float, num_resamples: int, draft_length: int | None = None) -> PointResult:
+    """Every figure of one load point (warmup and failed requests left out of the figures)."""
+    measured = [r for r in records if not r.warmup]
+    ok = [r for r in measured if r.ok]
+    counters = counter_summary(engine, counter_entry, len(ok))
+    k = draft_length
+    if k is None:
+        k = next((r.engine_stats.draft_length for r in ok if r.engine_stats and r.engine_stats.draft_length), None)
+    if k is None and counters and counters.get("draft_length"):
+        k = counters["draft_length"]
+    acc = record_acceptance(ok, k, num_resamples)
+    sources, flags = _sources(acc, counters)
+    agreement, agreement_flags = compare_sources(acc, counters, ok, tolerance)
+    latency, slot_occupancy = _latency(ok)
+    errors = Counter(r.error_kind for r in measured if not r.ok)
+    first = measured[0] if measured else None
+    return PointResult(
+        run_point=point, load_shape=first.load_shape if first else None,
+        requested_concurrency=first.requested_concurrency if first else None,
+        request_rate=first.request_rate if first else None,
+        achieved_concurrency=latency.achieved_concurrency if latency else None,
+        achieved_concurrency_full_request=slot_occupancy, num_requests=len(measured),
+        num_errors=sum(errors.values()), errors_by_kind=dict(errors),
+        num_warmup_excluded=sum(1 for r in records if r.warmup),
+        finish_reasons=dict(Counter(r.finish_reason for r in ok)), draft_length=acc.draft_length,
+        draft_length_given=draft_length is not None,
+        primary_acceptance_source=acc.primary_name or ("counters" if counters else None),
+        acceptance=sources, agreement=agreement, latency=latency.to_dict() if latency else None,
+        totals=_totals(ok, measured, acc), flags=acc.flags + flags + agreement_flags)
+
+
+def read_counter_points(path: Path) -> dict[str, dict]:
+    """The latest ``counters.jsonl`` line per point (``complete`` False when a point ran twice)."""
+    points: dict[str, dict] = {}
+    if not Path(path).exists():
+        return points
+    for line in Path(path).read_text().splitlines():
+        if not line.strip():
+            continue
+        entry = json.loads(line)
+        if entry["run_point"] in points:
+            entry["complete"] = False  # the point ran in more than one invocation
+        points[entry["run_point"]] = entry
+    return points
+
+
+def compute_results(run_dir: str | Path, tolerance: float = 0.02, num_resamples: int = 1000,
+                    draft_length: int | None = None) -> dict:
+    """Results of every load point of a run folder (records + counters + manifest)."""
+    run_dir = Path(run_dir)
+    manifest = json.loads((run_dir / MANIFEST_NAME).read_text())
+    records = list(read_records(run_dir / RECORDS_NAME))
+    counters = read_counter_points(run_dir / COUNTERS_NAME)
+    if draft_length is None:
+        draft_length = manifest_draft_length(manifest)
+    order = manifest.get("options", {}).get("points") or sorted({r.run_point for r in records})
+    points = []
+    for point in order:
+        mine = [r for r in records if r.run_point == point]
+        if mine:
+            points.append(analyse_point(point, mine, manifest["engine"], counters.get(point), tolerance,
+                                        num_resamples, draft_length).to_dict())
+    return to_jsonable({
+        "format_version": RESULTS_FORMAT_VERSION,
+        "engine": manifest["engine"], "model_id": manifest.get("model_id"),
+        "engine_version": manifest.get("engine_version"), "dataset_config": manifest.get("dataset_config"),
+        "manifest": MANIFEST_NAME, "records": RECORDS_NAME, "points": points,
+    })
+
+
+def manifest_draft_length(manifest: dict) -> int | None:
+    """K as the run knew it: ``--draft-length``, else the server's own description (SGLang's
+    ``speculative_num_draft_tokens`` counts the verified token too), else None."""
+    given = (manifest.get("options") or {}).get("draft_length")
+    if given is not None:
+        return int(given)
+    info = ((manifest.get("server") or {}).get("server_info")) or {}
+    if info.get("speculative_num_draft_tokens"):
+        return max(0, int(info["speculative_num_draft_tokens"]) - 1) or None
+    if info.get("speculative_num_steps"):
+        return int(info["speculative_num_steps"])
+    return None
+
+
+__all__ = ["PointResult", "RESULTS_FORMAT_VERSION", "analyse_point", "compute_results", "manifest_draft_length",
+           "read_counter_points"]
