@@ -41,6 +41,8 @@ def build_app(settings: Settings | None = None, store: LeaderboardStore | None =
     known_builds = known_builds if known_builds is not None else KnownBuilds.load(settings.known_builds)
     if mirror is None and settings.mirror_repo:
         mirror = HubMirror(settings.mirror_repo)
+    for entry_id, reason in store.quarantine_unreadable():
+        log.warning("quarantined stored entry %s: %s", entry_id, reason)  # off the board, kept for a maintainer
     if mirror is not None and store.count() == 0:
         # a fresh Space (empty disk): rebuild the board from the mirror, through the same validation
         added, skipped = mirror.restore(
@@ -118,12 +120,13 @@ def build_app(settings: Settings | None = None, store: LeaderboardStore | None =
                 upload = gr.File(label="Result bundle (.tar.gz or .zip)", file_types=[".gz", ".tgz", ".zip"],
                                  type="filepath", elem_id="bundle-upload")
                 submit_button = gr.Button("Submit", variant="primary", elem_id="submit-button")
-                status = gr.Markdown(elem_id="submit-status")
+                # plain text: a rejection quotes what the submitter sent, which must never render
+                status = gr.Textbox(label="Result", interactive=False, elem_id="submit-status", lines=2)
                 result = gr.JSON(visible=False)
 
                 def on_submit(path, *control_values):
                     outcome = submission.handle_upload(path, store, known_builds, settings.limits, mirror)
-                    return (outcome.markdown(), outcome.to_dict(), table(*control_values), *refresh_choices())
+                    return (outcome.text(), outcome.to_dict(), table(*control_values), *refresh_choices())
 
                 submit_button.click(
                     on_submit, [upload, *controls],

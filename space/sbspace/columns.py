@@ -1,4 +1,8 @@
-"""Column definitions: board key -> header, type, and whether it shows by default."""
+"""Column definitions: board key -> header, type, and whether it shows by default.
+
+The set is fixed and bounded whatever is submitted: identity, AL, one column per known
+category (CIs on request), two per ISL bucket (best speedup, at which concurrency), trust,
+warnings, family, date, id. Per-concurrency figures are in Compare (Pareto curves)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -30,6 +34,8 @@ ACCEPTANCE = [
     Column("al_request_weighted", "AL (req.)", "number", width=95),
 ]
 TRAILING = [
+    Column("trust", "Trust", "str", width=120),
+    Column("warnings", "Warnings", "str", width=200),
     Column("model_family", "Family", "str", default=False),
     Column("submitted", "Submitted", "str", width=110),
     Column("id", "Entry", "str", width=150),
@@ -46,9 +52,11 @@ def category_ci_columns(key: str) -> list[Column]:
             Column(f"{key}_ci_high", f"{name} CI high", "number", width=max(120, 10 * len(name) + 80))]
 
 
-def speedup_column(key: str) -> Column:
-    _, isl, concurrency = key.split("_")
-    return Column(key, f"Speedup {isl} c={concurrency[1:]}", "number", width=150)
+def speedup_columns(key: str) -> list[Column]:
+    """The best measured speedup at one ISL bucket and the concurrency it was reached at."""
+    isl = key.split("_")[1]
+    return [Column(key, f"Speedup {isl} (best)", "number", width=140),
+            Column(f"{key}_at", f"at concurrency ({isl})", "number", width=140)]
 
 
 SORTABLE = {c.header: c.key for c in IDENTITY + ACCEPTANCE + TRAILING}

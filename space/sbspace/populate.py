@@ -12,12 +12,13 @@ from sbspace.columns import (
     Column,
     category_ci_columns,
     category_column,
-    speedup_column,
+    speedup_columns,
 )
 
 
 def all_rows(store: LeaderboardStore) -> list[dict]:
-    return [board.entry_row(e) for e in store.entries()]
+    """Every entry's row; an unreadable stored entry is an error row, never an exception."""
+    return board.safe_rows(*store.entries_and_problems())
 
 
 def visible_columns(rows: list[dict], isl: str | None, show_ci: bool) -> list[Column]:
@@ -26,7 +27,8 @@ def visible_columns(rows: list[dict], isl: str | None, show_ci: bool) -> list[Co
         columns.append(category_column(key))
         if show_ci:
             columns += category_ci_columns(key)
-    columns += [speedup_column(k) for k in board.speedup_columns(rows, isl)]
+    for key in board.speedup_columns(rows, isl):
+        columns += speedup_columns(key)
     columns += [c for c in TRAILING if c.default]
     return columns
 

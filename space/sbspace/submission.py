@@ -1,8 +1,10 @@
 """Submission: an uploaded bundle -> validated, recomputed, stored entry (or a clear rejection)."""
 from __future__ import annotations
 
-import html
 import logging
+import os
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,17 +27,41 @@ class SubmissionResult:
         return {"status": "accepted" if self.accepted else "rejected", "entry_id": self.entry_id,
                 "message": self.message}
 
-    def markdown(self) -> str:
-        """Status line for the UI; the message is escaped, so nothing a submitter wrote is rendered."""
-        text = html.escape(self.message, quote=True)
-        return f"**Accepted** as entry `{self.entry_id}`." if self.accepted else f"**Rejected:** {text}"
+    def text(self) -> str:
+        """Status line for the UI, shown as plain text (a Textbox: never Markdown or HTML)."""
+        return f"Accepted as entry {self.entry_id}." if self.accepted else f"Rejected: {self.message}"
+
+
+def upload_cache_dir() -> Path:
+    """Where Gradio keeps uploaded files (``GRADIO_TEMP_DIR``, default ``<tmp>/gradio``)."""
+    return Path(os.environ.get("GRADIO_TEMP_DIR") or Path(tempfile.gettempdir()) / "gradio").resolve()
+
+
+def remove_upload(path: str | Path) -> None:
+    """Delete an uploaded file and its per-upload folder from Gradio's cache (nothing outside it)."""
+    cache = upload_cache_dir()
+    file = Path(path).resolve()
+    if cache not in file.parents:
+        return
+    folder = file.parent
+    file.unlink(missing_ok=True)
+    if folder != cache and cache in folder.parents:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def handle_upload(path: str | None, store: LeaderboardStore, known_builds: KnownBuilds, limits: ArchiveLimits,
                   mirror=None) -> SubmissionResult:
+    """Validate and store one upload; the uploaded file is removed from Gradio's cache afterwards."""
     if not path:
         return SubmissionResult(False, None, "no file uploaded")
-    file = Path(path)
+    try:
+        return _handle(Path(path), store, known_builds, limits, mirror)
+    finally:
+        remove_upload(path)
+
+
+def _handle(file: Path, store: LeaderboardStore, known_builds: KnownBuilds, limits: ArchiveLimits,
+            mirror) -> SubmissionResult:
     try:
         size = file.stat().st_size
         if size > limits.max_archive_bytes:
@@ -44,6 +70,6 @@ def handle_upload(path: str | None, store: LeaderboardStore, known_builds: Known
     except BundleRejected as exc:
         return SubmissionResult(False, None, str(exc))
     except Exception:  # a bug must not leak a traceback to the submitter, nor take the Space down
-        log.exception("unexpected error while validating %s", file.name)
+        log.exception("unexpected error while validating %s", ascii(file.name))
         return SubmissionResult(False, None, "internal error while validating the bundle; nothing was stored")
     return SubmissionResult(True, entry.id, f"accepted as entry {entry.id}")

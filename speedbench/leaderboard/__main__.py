@@ -1,35 +1,82 @@
 """Maintenance of a leaderboard store.
 
 ``python -m speedbench.leaderboard rebuild [--db PATH]`` recomputes every entry's metrics from
-its stored raw bundle (after a change to the metrics core); ``python -m speedbench.leaderboard
-list [--db PATH]`` prints the entries. The store path defaults to ``SPEEDBENCH_DB``.
+its stored raw bundle (after a change to the metrics core); ``list [--db PATH]`` prints the
+entries (an unreadable stored row is printed as such, never a crash); ``verify ENTRY --run
+RUN_DIR [--run ...] [--baseline RUN_DIR ...]`` compares a maintainer's fresh runs with an entry
+and marks it ``verified`` when they agree (:mod:`.verify`); ``quarantine`` moves unreadable
+rows off the board. The store path defaults to ``SPEEDBENCH_DB``.
 """
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from speedbench.leaderboard.known_builds import KnownBuilds
-from speedbench.leaderboard.store import LeaderboardStore
+from speedbench.leaderboard.schema import BundleRejected
+from speedbench.leaderboard.store import Entry, LeaderboardStore
 from speedbench.leaderboard.validate import recompute_from_archive
+
+
+def _line(entry: Entry) -> str:
+    """One printable line per entry; every value is quoted as ASCII, so no stored text can break it."""
+    meta = entry.metadata
+    al = (entry.metrics.get("acceptance") or {}).get("acceptance_length")
+    al_text = f"AL {al:.3f}" if isinstance(al, (int, float)) else "AL -"
+    fields = [ascii(str(meta.get(k, "")))[1:-1] for k in ("model", "drafter", "sd_method", "engine")]
+    return (f"{entry.id}  {ascii(entry.submitted_at)[1:-1]}  {fields[0]}  {fields[1]} ({fields[2]}, {fields[3]})  "
+            f"{al_text}  {entry.trust}  warnings: {len(entry.warnings)}")
+
+
+def _verify(store: LeaderboardStore, args) -> int:
+    entry = store.get(args.entry)
+    if entry is None:
+        print(f"no readable entry {args.entry!r} in {store.path}")
+        return 2
+    from speedbench.leaderboard.verify import verify_entry
+
+    try:
+        ok, checks = verify_entry(store, entry, KnownBuilds.load(), [Path(p) for p in args.run],
+                                  [Path(p) for p in args.baseline])
+    except (BundleRejected, FileNotFoundError) as exc:
+        print(f"fresh runs rejected: {exc}")
+        return 1
+    for check in checks:
+        print(f"{'ok  ' if check['ok'] else 'FAIL'} {check['figure']}: stored {check['stored']}, fresh {check['fresh']} "
+              f"(allowed difference {check['allowed_difference']:.4g})")
+    print(f"{entry.id}: {'verified' if ok else 'not verified (stays self-reported)'}")
+    return 0 if ok else 1
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m speedbench.leaderboard", description=__doc__.splitlines()[0])
-    parser.add_argument("action", choices=["rebuild", "list"])
+    parser.add_argument("action", choices=["rebuild", "list", "verify", "quarantine"])
+    parser.add_argument("entry", nargs="?", help="entry id (verify)")
     parser.add_argument("--db", default=None, help="store path (default: SPEEDBENCH_DB or leaderboard.sqlite3)")
+    parser.add_argument("--run", action="append", default=[], help="fresh SD run folder (verify; repeatable)")
+    parser.add_argument("--baseline", action="append", default=[], help="fresh baseline run folder (verify)")
     args = parser.parse_args(argv)
+    if args.action == "verify" and (not args.entry or not args.run):
+        parser.error("verify needs ENTRY and at least one --run RUN_DIR")
     store = LeaderboardStore(args.db)
     try:
+        if args.action == "verify":
+            return _verify(store, args)
         if args.action == "rebuild":
             builds = KnownBuilds.load()
             changed = store.rebuild(lambda archive: recompute_from_archive(archive, builds))
             print(f"{store.path}: {store.count()} entries, {changed} recomputed with changed figures")
+            for entry_id, reason in store.rebuild_failures:
+                print(f"{entry_id}: kept as stored, its bundle no longer passes: {ascii(reason)[1:-1]}")
+        elif args.action == "quarantine":
+            for entry_id, reason in store.quarantine_unreadable():
+                print(f"{entry_id}: quarantined ({reason})")
         else:
-            for entry in store.entries():
-                meta = entry.metadata
-                al = entry.metrics.get("acceptance", {}).get("acceptance_length")
-                print(f"{entry.id}  {entry.submitted_at}  {meta['model']}  {meta['drafter']} ({meta['sd_method']}, "
-                      f"{meta['engine']})  AL {al:.3f}" if al is not None else f"{entry.id}  {meta['model']}")
+            entries, problems = store.entries_and_problems()
+            for entry in entries:
+                print(_line(entry))
+            for entry_id, problem in problems:
+                print(f"{entry_id}  ({problem})")
     finally:
         store.close()
     return 0

@@ -1,15 +1,21 @@
 """Reading an uploaded bundle archive without trusting it.
 
-Only tar.gz and zip are read, entirely in memory: nothing is extracted to disk, so member
-names cannot escape anywhere, but they are still checked (absolute paths, ``..``, backslashes,
-links and devices are refused) because a name that would be dangerous elsewhere is a sign of a
-hostile upload. Only ``.json`` / ``.jsonl`` members are accepted; nothing is ever executed or
-unpickled. Sizes are capped before and while decompressing (zip bombs stop at the cap).
-JSON is parsed strictly: ``NaN``, ``Infinity`` and overflowing numbers are refused.
+Only tar.gz and zip are read, in memory: nothing is extracted to disk, so member names cannot
+escape anywhere, but they are still checked (absolute paths, ``..``, backslashes, links and
+devices are refused) because a name that would be dangerous elsewhere is a sign of a hostile
+upload. Nothing is ever executed or unpickled. Sizes are capped before and while
+decompressing (bombs stop at the cap). A tar.gz is inflated once into one buffer whose gzip
+trailer (CRC-32 and length) must verify, and members are views into that buffer (no copies);
+zip members are CRC-checked by :mod:`zipfile`.
+
+JSON is parsed strictly (:func:`loads_strict`): NaN, Infinity, numbers that overflow, integers
+outside the signed 64-bit range, duplicate keys, nesting deeper than ``MAX_JSON_DEPTH`` and
+lone surrogates (text that cannot be written as UTF-8) are refused, each naming the member,
+line and field. ``records.jsonl`` is read one line at a time (:func:`iter_jsonl`): only one
+line's objects exist at once, and a line longer than ``max_line_bytes`` is refused.
 """
 from __future__ import annotations
 
-import gzip
 import hashlib
 import io
 import json
@@ -19,11 +25,14 @@ import re
 import tarfile
 import zipfile
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 
-from speedbench.leaderboard.schema import BundleRejected
+from speedbench.leaderboard.schema import BundleRejected, shown
 
 MiB = 1024 * 1024
+MAX_INT = 2**63 - 1  # what SQLite, numpy int64 and every engine's counters can hold
+MAX_JSON_DEPTH = 32
 
 
 @dataclass(frozen=True)
@@ -33,6 +42,7 @@ class ArchiveLimits:
     max_archive_bytes: int = 64 * MiB
     max_total_bytes: int = 512 * MiB
     max_members: int = 256
+    max_line_bytes: int = 16 * MiB
 
     @classmethod
     def from_env(cls) -> "ArchiveLimits":
@@ -41,34 +51,83 @@ class ArchiveLimits:
         return cls(max_archive_bytes=int(archive_mb * MiB), max_total_bytes=int(total_mb * MiB))
 
 
+class Member:
+    """The bytes of one archive member: a slice of a larger buffer, read without copying."""
+
+    __slots__ = ("_buf", "_start", "_end")
+
+    def __init__(self, buf: bytes | bytearray, start: int = 0, end: int | None = None):
+        self._buf, self._start = buf, start
+        self._end = len(buf) if end is None else end
+
+    def __len__(self) -> int:
+        return self._end - self._start
+
+    def view(self) -> memoryview:
+        return memoryview(self._buf)[self._start:self._end]
+
+    def __bytes__(self) -> bytes:
+        return bytes(self.view())
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, Member):
+            other = other.view()
+        return self.view() == other
+
+    def __repr__(self) -> str:
+        return f"Member({len(self)} bytes)"
+
+    def lines(self, max_line_bytes: int, where: str) -> Iterator[tuple[int, bytes]]:
+        """(line number, line bytes) one at a time; a line over the cap is a rejection."""
+        buf, pos, end, number = self._buf, self._start, self._end, 0
+        while pos < end:
+            number += 1
+            cut = buf.find(b"\n", pos, end)
+            stop = end if cut < 0 else cut
+            if stop - pos > max_line_bytes:
+                raise BundleRejected(f"line {number} is longer than {max_line_bytes // MiB} MiB",
+                                     rule="json.line_too_long", where=where)
+            yield number, bytes(buf[pos:stop])
+            pos = stop + 1
+
+
+def as_member(data) -> Member:
+    return data if isinstance(data, Member) else Member(bytes(data))
+
+
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.=+-]*$")
-ALLOWED_SUFFIXES = (".json", ".jsonl")
 MAX_DEPTH = 4
 
 
 def check_member_name(name: str) -> str:
     """The normalised member name, or a rejection saying why the name is not acceptable."""
     if not name or "\x00" in name:
-        raise BundleRejected("archive member with an empty or NUL-containing name")
+        raise BundleRejected("archive member with an empty or NUL-containing name", rule="archive.name")
     if "\\" in name:
-        raise BundleRejected(f"archive member {name!r}: backslashes are not allowed in member names")
+        raise BundleRejected(f"archive member {shown(name)}: backslashes are not allowed in member names",
+                             rule="archive.name")
     if name.startswith("/") or re.match(r"^[A-Za-z]:", name):
-        raise BundleRejected(f"archive member {name!r}: absolute paths are not allowed (path traversal)")
+        raise BundleRejected(f"archive member {shown(name)}: absolute paths are not allowed (path traversal)",
+                             rule="archive.path_traversal")
     parts = [p for p in name.split("/") if p not in ("", ".")]
     if any(p == ".." for p in parts):
-        raise BundleRejected(f"archive member {name!r}: '..' is not allowed in member names (path traversal)")
+        raise BundleRejected(f"archive member {shown(name)}: '..' is not allowed in member names (path traversal)",
+                             rule="archive.path_traversal")
     if not parts or len(parts) > MAX_DEPTH or not all(_SAFE_NAME.match(p) for p in parts):
         raise BundleRejected(
-            f"archive member {name!r}: names may only use letters, digits and _ . = + - "
-            f"in at most {MAX_DEPTH} folder levels")
+            f"archive member {shown(name)}: names may only use letters, digits and _ . = + - "
+            f"in at most {MAX_DEPTH} folder levels", rule="archive.name")
     return "/".join(parts)
+
+
+ALLOWED_SUFFIXES = (".json", ".jsonl")
 
 
 def _check_suffix(name: str) -> None:
     if not name.endswith(ALLOWED_SUFFIXES):
         raise BundleRejected(
-            f"archive member {name!r} is not allowed: bundles hold only .json and .jsonl files "
-            "(no code, pickles or binaries)")
+            f"archive member {shown(name)} is not allowed: bundles hold only .json and .jsonl files "
+            "(no code, pickles or binaries)", rule="archive.member_not_allowed")
 
 
 class _Budget:
@@ -81,98 +140,159 @@ class _Budget:
         if self.total > self.limits.max_total_bytes:
             raise BundleRejected(
                 f"bundle unpacks to more than {self.limits.max_total_bytes // MiB} MiB "
-                f"(stopped at {name!r}); split the submission or trim the runs")
+                f"(stopped at {shown(name)}); split the submission or trim the runs", rule="archive.unpacked_size")
 
 
-def _read_tar(data: bytes, limits: ArchiveLimits) -> dict[str, bytes]:
-    budget = _Budget(limits)
-    files: dict[str, bytes] = {}
+def _gunzip(data: bytes, cap: int) -> bytearray:
+    """The whole gzip stream inflated, its CRC-32 and length trailer verified, at most ``cap`` bytes."""
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    out = bytearray()
+    view, pos, step = memoryview(data), 0, MiB
     try:
-        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        while not inflater.eof:
+            chunk = inflater.unconsumed_tail or view[pos:pos + step]
+            if not inflater.unconsumed_tail:
+                pos += len(chunk)
+            if not chunk:
+                raise BundleRejected("archive is truncated or corrupt (tar.gz): the gzip stream ends before its trailer",
+                                     rule="archive.truncated")
+            out += inflater.decompress(chunk, cap + 1 - len(out))
+            if len(out) > cap:
+                raise BundleRejected(f"bundle unpacks to more than {cap // MiB} MiB", rule="archive.unpacked_size")
+    except zlib.error as exc:
+        problem = ("gzip CRC-32 does not match" if "data check" in str(exc) else
+                   "gzip length trailer does not match" if "length check" in str(exc) else str(exc))
+        raise BundleRejected(f"archive is truncated or corrupt (tar.gz): {problem}", rule="archive.corrupt") from None
+    if inflater.unused_data or pos < len(data):
+        raise BundleRejected("archive is truncated or corrupt (tar.gz): data after the end of the gzip stream",
+                             rule="archive.corrupt")
+    return out
+
+
+class _ViewFile(io.RawIOBase):
+    """A read-only, seekable file over a buffer, so :mod:`tarfile` reads it without a copy."""
+
+    def __init__(self, buf: bytearray):
+        self._view, self._pos = memoryview(buf), 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        base = {0: 0, 1: self._pos, 2: len(self._view)}[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def read(self, size: int = -1) -> bytes:
+        end = len(self._view) if size is None or size < 0 else min(len(self._view), self._pos + size)
+        data = bytes(self._view[self._pos:end])
+        self._pos = max(self._pos, end)
+        return data
+
+
+def _read_tar(data: bytes, limits: ArchiveLimits) -> dict[str, Member]:
+    # headers and padding: 512-byte blocks, PAX headers, the end-of-archive record
+    overhead = 4096 * (limits.max_members + 2) + 20 * 512
+    buf = _gunzip(data, limits.max_total_bytes + overhead)
+    budget = _Budget(limits)
+    files: dict[str, Member] = {}
+    try:
+        with tarfile.TarFile(fileobj=_ViewFile(buf), mode="r") as tar:
             for count, member in enumerate(tar, start=1):
                 if count > limits.max_members:
-                    raise BundleRejected(f"archive has more than {limits.max_members} members")
+                    raise BundleRejected(f"archive has more than {limits.max_members} members",
+                                         rule="archive.members")
                 name = check_member_name(member.name)
                 if member.isdir():
                     continue
                 if not member.isreg():
-                    raise BundleRejected(
-                        f"archive member {member.name!r} is a link or special file; only regular files are accepted")
+                    raise BundleRejected(f"archive member {shown(member.name)} is a link or special file; "
+                                         "only regular files are accepted", rule="archive.member_type")
                 _check_suffix(name)
                 budget.take(name, member.size)
-                handle = tar.extractfile(member)
-                content = handle.read(member.size + 1) if handle else b""
-                if len(content) != member.size:
-                    raise BundleRejected(f"archive is truncated: member {name!r} is shorter than its header says")
+                start = member.offset_data
+                if start + member.size > len(buf):
+                    raise BundleRejected(f"archive is truncated: member {shown(name)} is shorter than its header says",
+                                         rule="archive.truncated")
                 if name in files:
-                    raise BundleRejected(f"archive member {name!r} appears twice")
-                files[name] = content
+                    raise BundleRejected(f"archive member {shown(name)} appears twice", rule="archive.duplicate_member")
+                files[name] = Member(buf, start, start + member.size)
     except BundleRejected:
         raise
-    except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile, OSError) as exc:
-        raise BundleRejected(f"archive is truncated or corrupt (tar.gz): {exc}") from None
+    except (tarfile.TarError, EOFError, OSError, ValueError, UnicodeError) as exc:
+        raise BundleRejected(f"archive is truncated or corrupt (tar.gz): {exc}", rule="archive.corrupt") from None
     return files
 
 
-def _read_zip(data: bytes, limits: ArchiveLimits) -> dict[str, bytes]:
+def _read_zip(data: bytes, limits: ArchiveLimits) -> dict[str, Member]:
     budget = _Budget(limits)
-    files: dict[str, bytes] = {}
+    files: dict[str, Member] = {}
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             infos = archive.infolist()
             if len(infos) > limits.max_members:
-                raise BundleRejected(f"archive has more than {limits.max_members} members")
+                raise BundleRejected(f"archive has more than {limits.max_members} members", rule="archive.members")
             for info in infos:
                 name = check_member_name(info.filename)
                 if info.is_dir():
                     continue
                 # Unix mode bits in external_attr: 0o120000 is a symlink.
                 if (info.external_attr >> 16) & 0o170000 not in (0, 0o100000):
-                    raise BundleRejected(
-                        f"archive member {info.filename!r} is a link or special file; only regular files are accepted")
+                    raise BundleRejected(f"archive member {shown(info.filename)} is a link or special file; "
+                                         "only regular files are accepted", rule="archive.member_type")
                 _check_suffix(name)
                 budget.take(name, info.file_size)
                 with archive.open(info) as handle:
-                    # Read one byte past the declared size: a lying header cannot inflate past the cap.
+                    # One byte past the declared size: a lying header cannot inflate past the cap;
+                    # reading to the end makes zipfile check the member's CRC-32.
                     content = handle.read(info.file_size + 1)
                 if len(content) != info.file_size:
-                    raise BundleRejected(f"archive member {name!r} does not match its declared size")
+                    raise BundleRejected(f"archive member {shown(name)} does not match its declared size",
+                                         rule="archive.corrupt")
                 if name in files:
-                    raise BundleRejected(f"archive member {name!r} appears twice")
-                files[name] = content
+                    raise BundleRejected(f"archive member {shown(name)} appears twice", rule="archive.duplicate_member")
+                files[name] = Member(content)
     except BundleRejected:
         raise
-    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, RuntimeError) as exc:
-        raise BundleRejected(f"archive is truncated or corrupt (zip): {exc}") from None
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, RuntimeError, ValueError) as exc:
+        raise BundleRejected(f"archive is truncated or corrupt (zip): {exc}", rule="archive.corrupt") from None
     return files
 
 
-def read_archive(data: bytes, limits: ArchiveLimits | None = None) -> dict[str, bytes]:
-    """Every member of a tar.gz or zip bundle as ``{name: bytes}``; anything unexpected is a rejection."""
+def read_archive(data: bytes, limits: ArchiveLimits | None = None) -> dict[str, Member]:
+    """Every member of a tar.gz or zip bundle as ``{name: Member}``; anything unexpected is a rejection."""
     limits = limits or ArchiveLimits()
     if len(data) > limits.max_archive_bytes:
         raise BundleRejected(
-            f"upload is {len(data) / MiB:.1f} MiB; the limit is {limits.max_archive_bytes / MiB:.0f} MiB")
+            f"upload is {len(data) / MiB:.1f} MiB; the limit is {limits.max_archive_bytes / MiB:.0f} MiB",
+            rule="archive.size")
     if not data:
-        raise BundleRejected("upload is empty")
+        raise BundleRejected("upload is empty", rule="archive.format")
     if data[:2] == b"\x1f\x8b":
         files = _read_tar(data, limits)
     elif data[:4] == b"PK\x03\x04" or data[:4] == b"PK\x05\x06":
         files = _read_zip(data, limits)
     else:
-        raise BundleRejected("upload is neither a tar.gz nor a zip archive")
+        raise BundleRejected("upload is neither a tar.gz nor a zip archive", rule="archive.format")
     if not files:
-        raise BundleRejected("archive holds no files")
+        raise BundleRejected("archive holds no files", rule="archive.format")
     return files
 
 
-def content_hash(files: dict[str, bytes], exclude: tuple[str, ...] = ()) -> str:
-    """sha256 over sorted (name, sha256(content)) pairs: the same runs give the same hash however they are packed."""
+def content_hash(files: dict, exclude: tuple[str, ...] = ()) -> str:
+    """sha256 over sorted (name, sha256(content)) pairs (the raw bytes; see :mod:`.canonical` for duplicates)."""
     digest = hashlib.sha256()
     for name in sorted(files):
         if name in exclude:
             continue
-        digest.update(name.encode("utf-8") + b"\0" + hashlib.sha256(files[name]).digest())
+        content = files[name].view() if isinstance(files[name], Member) else files[name]
+        digest.update(name.encode("utf-8") + b"\0" + hashlib.sha256(content).digest())
     return digest.hexdigest()
 
 
@@ -187,20 +307,84 @@ def _finite_float(text: str) -> float:
     return value
 
 
-def loads_strict(text: str | bytes, where: str):
-    """``json.loads`` that refuses NaN, Infinity and numbers that overflow to infinity."""
+def _no_duplicate_keys(pairs: list[tuple[str, object]]) -> dict:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        duplicate = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise _FieldError("json.duplicate_key", duplicate, "key appears twice in one object (ambiguous)")
+    return out
+
+
+class _FieldError(ValueError):
+    def __init__(self, rule: str, field: str, problem: str):
+        super().__init__(problem)
+        self.rule, self.field, self.problem = rule, field, problem
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _check_values(value, path: str, depth: int, check_text: bool) -> None:
+    """Walk a parsed value: integers in the 64-bit range, text encodable as UTF-8, bounded nesting."""
+    kind = type(value)
+    if kind is int:
+        if not -MAX_INT <= value <= MAX_INT:
+            raise _FieldError("json.int_range", path, "integer outside the signed 64-bit range")
+    elif kind is str:
+        if check_text:
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise _FieldError("json.surrogate", path,
+                                  "lone surrogate: text must be valid Unicode (UTF-8 encodable)") from None
+    elif kind is list:
+        if depth >= MAX_JSON_DEPTH:
+            raise _FieldError("json.nesting", path, f"nested deeper than {MAX_JSON_DEPTH} levels")
+        if value and all(type(v) is int for v in value):  # the common case: chunk lists, in C
+            if max(value) > MAX_INT or min(value) < -MAX_INT:
+                index = next(i for i, v in enumerate(value) if not -MAX_INT <= v <= MAX_INT)
+                raise _FieldError("json.int_range", f"{path}[{index}]", "integer outside the signed 64-bit range")
+            return
+        for i, item in enumerate(value):
+            _check_values(item, f"{path}[{i}]", depth + 1, check_text)
+    elif kind is dict:
+        if depth >= MAX_JSON_DEPTH:
+            raise _FieldError("json.nesting", path, f"nested deeper than {MAX_JSON_DEPTH} levels")
+        for key, item in value.items():
+            child = f"{path}.{key}" if path else str(key)
+            if check_text:
+                _check_values(key, child, depth + 1, True)
+            _check_values(item, child, depth + 1, check_text)
+
+
+def loads_strict(text, where: str):
+    """``json.loads`` that refuses what a hostile upload could use (see the module docstring).
+
+    Every rejection names ``where`` (member and line) and, when it is known, the field."""
     try:
-        if isinstance(text, bytes):
+        if isinstance(text, Member):
+            text = bytes(text)
+        if isinstance(text, (bytes, bytearray)):
             text = text.decode("utf-8")
-        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+        value = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float,
+                           object_pairs_hook=_no_duplicate_keys)
+        _check_values(value, "", 0, bool(_SURROGATE_ESCAPE.search(text)))
+        return value
     except UnicodeDecodeError as exc:
-        raise BundleRejected(f"{where}: not UTF-8 text ({exc.reason})") from None
+        raise BundleRejected(f"not UTF-8 text ({exc.reason})", rule="json.not_utf8", where=where) from None
+    except _FieldError as exc:
+        raise BundleRejected(exc.problem, rule=exc.rule, where=where, field=exc.field or "(top level)") from None
+    except RecursionError:
+        raise BundleRejected(f"JSON nested deeper than {MAX_JSON_DEPTH} levels", rule="json.nesting",
+                             where=where) from None
     except ValueError as exc:
-        raise BundleRejected(f"{where}: invalid JSON ({exc})") from None
+        rule = "json.non_finite" if "non-finite" in str(exc) else "json.invalid"
+        raise BundleRejected(f"invalid JSON ({str(exc)[:200]})", rule=rule, where=where) from None
 
 
-def iter_jsonl(data: bytes, where: str):
-    """Each non-empty line of a JSONL member, parsed strictly; errors name the line."""
-    for number, line in enumerate(data.splitlines(), start=1):
+def iter_jsonl(data, where: str, max_line_bytes: int = ArchiveLimits.max_line_bytes):
+    """Each non-empty line of a JSONL member, parsed strictly, one line at a time; errors name the line."""
+    for number, line in as_member(data).lines(max_line_bytes, where):
         if line.strip():
             yield number, loads_strict(line, f"{where} line {number}")

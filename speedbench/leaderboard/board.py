@@ -10,67 +10,100 @@ from functools import lru_cache
 
 from speedbench.leaderboard.recompute import compare_runs, finite
 from speedbench.leaderboard.store import Entry, LeaderboardStore
-from speedbench.schema import QUALITATIVE_CATEGORIES, THROUGHPUT_BUCKETS
+from speedbench.schema import QUALITATIVE_CATEGORIES, THROUGHPUT_BUCKETS, THROUGHPUT_CATEGORIES
 
 IDENTITY_KEYS = ("id", "model", "model_family", "drafter", "sd_method", "engine", "engine_version", "gpu",
                  "draft_length", "temperature")
 ISL_ORDER = tuple(THROUGHPUT_BUCKETS)  # 1k, 2k, 8k, 16k, 32k
+# The only per-category columns there can be: the Qualitative categories, then the Throughput
+# split's entropy categories (AL from throughput runs when an entry has no qualitative run).
+CATEGORY_ORDER = tuple(QUALITATIVE_CATEGORIES) + tuple(c for c in THROUGHPUT_CATEGORIES
+                                                       if c not in QUALITATIVE_CATEGORIES)
 
 
 def _round(value, digits: int = 3):
-    value = finite(value)
+    try:
+        value = finite(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
     return None if value is None else round(value, digits)
 
 
-def speedup_key(isl: str, concurrency: int) -> str:
-    return f"speedup_{isl}_c{concurrency}"
+def speedup_key(isl: str) -> str:
+    """The board's one speedup column per ISL bucket: the best measured speedup over the entry's
+    load points there (``speedup_<isl>_at`` holds the concurrency it was reached at)."""
+    return f"speedup_{isl}"
+
+
+def _text(value) -> str:
+    return value if isinstance(value, str) else ("" if value is None else str(value))
+
+
+def _warnings_cell(warnings) -> str:
+    codes = sorted({str(w.get("code", "?")) for w in warnings if isinstance(w, dict)})
+    return ", ".join(codes)
 
 
 def entry_row(entry: Entry) -> dict:
-    """The flat board row of one entry."""
+    """The flat board row of one entry: a fixed, bounded set of keys whatever the entry holds."""
     meta, metrics = entry.metadata, entry.metrics
-    acceptance = metrics.get("acceptance", {})
+    acceptance = metrics.get("acceptance") or {}
     ci = acceptance.get("acceptance_length_ci") or [None, None]
     row = {key: meta.get(key) for key in IDENTITY_KEYS if key != "id"}
+    for key in ("model", "model_family", "drafter", "sd_method", "engine", "engine_version", "gpu"):
+        row[key] = _text(row[key])
+    row["draft_length"], row["temperature"] = _round(row["draft_length"], 0), _round(row["temperature"], 3)
     row["id"] = entry.id
     row["al"] = _round(acceptance.get("acceptance_length"))
     row["al_ci_low"], row["al_ci_high"] = _round(ci[0]), _round(ci[1])
     row["al_request_weighted"] = _round(acceptance.get("acceptance_length_request_weighted"))
-    for category, figures in acceptance.get("per_category", {}).items():
+    per_category = acceptance.get("per_category") or {}
+    for category in CATEGORY_ORDER:
+        figures = per_category.get(category)
+        if not isinstance(figures, dict):
+            continue
         cat_ci = figures.get("acceptance_length_ci") or [None, None]
         row[f"al_{category}"] = _round(figures.get("acceptance_length"))
         row[f"al_{category}_ci_low"], row[f"al_{category}_ci_high"] = _round(cat_ci[0]), _round(cat_ci[1])
-    isls = set()
-    for point in metrics.get("points", []):
-        if point.get("isl") and point.get("role") == "sd":
-            isls.add(point["isl"])
+    isls = {p.get("isl") for p in metrics.get("points", []) if p.get("role") == "sd" and p.get("isl") in ISL_ORDER}
     for speedup in metrics.get("speedup", []):
-        if speedup.get("isl") and speedup.get("concurrency"):
-            row[speedup_key(speedup["isl"], speedup["concurrency"])] = _round(speedup.get("speedup_measured"))
-    row["isls"] = sorted(isls, key=lambda i: ISL_ORDER.index(i) if i in ISL_ORDER else 99)
-    row["submitted"] = entry.submitted_at[:10]
+        isl, value = speedup.get("isl"), _round(speedup.get("speedup_measured"))
+        if isl in ISL_ORDER and value is not None and value > (row.get(speedup_key(isl)) or float("-inf")):
+            row[speedup_key(isl)] = value
+            row[f"{speedup_key(isl)}_at"] = _round(speedup.get("concurrency"), 0)
+    row["isls"] = [i for i in ISL_ORDER if i in isls]
+    row["submitted"] = _text(entry.submitted_at)[:10]
+    row["trust"] = entry.trust
+    row["warnings"] = _warnings_cell(entry.warnings)
     return row
 
 
+def error_row(entry_id: str, problem: str) -> dict:
+    """What the board shows for a stored entry it cannot read (the page still renders)."""
+    return {"id": entry_id, "model": f"(entry not shown: {problem})", "trust": "error", "isls": [], "warnings": ""}
+
+
+def safe_rows(entries: Iterable[Entry], problems: Iterable[tuple[str, str]] = ()) -> list[dict]:
+    """Board rows of every entry; an entry whose row cannot be built becomes an error row."""
+    rows = []
+    for entry in entries:
+        try:
+            rows.append(entry_row(entry))
+        except Exception as exc:  # a bad stored row must never take the board down
+            rows.append(error_row(entry.id, type(exc).__name__))
+    return rows + [error_row(i, p) for i, p in problems]
+
+
 def speedup_columns(rows: Iterable[dict], isl: str | None = None) -> list[str]:
-    """The speedup keys present in ``rows`` (only one ISL's when given), by ISL then concurrency."""
-    keys = {k for row in rows for k in row if k.startswith("speedup_")}
-    if isl:
-        keys = {k for k in keys if k.split("_")[1] == isl}
-
-    def order(key: str):
-        _, bucket, c = key.split("_")
-        return (ISL_ORDER.index(bucket) if bucket in ISL_ORDER else 99, int(c[1:]))
-
-    return sorted(keys, key=order)
+    """The speedup keys present in ``rows`` (only one ISL's when given), in ISL order."""
+    present = {k for row in rows for k in row}
+    return [speedup_key(i) for i in ISL_ORDER if speedup_key(i) in present and (isl is None or i == isl)]
 
 
 def category_columns(rows: Iterable[dict]) -> list[str]:
     """``al_<category>`` keys present, qualitative categories in the published order first."""
-    present = {k[3:] for row in rows for k in row
-               if k.startswith("al_") and not k.endswith(("_ci_low", "_ci_high")) and k != "al_request_weighted"}
-    ordered = [c for c in QUALITATIVE_CATEGORIES if c in present] + sorted(present - set(QUALITATIVE_CATEGORIES))
-    return [f"al_{c}" for c in ordered]
+    present = {k for row in rows for k in row}
+    return [f"al_{c}" for c in CATEGORY_ORDER if f"al_{c}" in present]
 
 
 def filter_rows(rows: list[dict], *, search: str = "", engines: Iterable[str] = (), methods: Iterable[str] = (),
@@ -98,10 +131,11 @@ def filter_rows(rows: list[dict], *, search: str = "", engines: Iterable[str] = 
 
 
 def sort_rows(rows: list[dict], key: str, descending: bool = True) -> list[dict]:
-    """Sorted by ``key``; rows without a value go last either way."""
+    """Sorted by ``key``; rows without a value go last either way (mixed types sort as text)."""
     present = [r for r in rows if r.get(key) is not None]
     missing = [r for r in rows if r.get(key) is None]
-    return sorted(present, key=lambda r: r[key], reverse=descending) + missing
+    numeric = all(isinstance(r[key], (int, float)) for r in present)
+    return sorted(present, key=lambda r: r[key] if numeric else str(r[key]), reverse=descending) + missing
 
 
 def choices(rows: list[dict], key: str) -> list[str]:
@@ -110,7 +144,8 @@ def choices(rows: list[dict], key: str) -> list[str]:
 
 def entry_label(entry: Entry) -> str:
     meta = entry.metadata
-    return f"{entry.id} | {meta.get('model')} | {meta.get('drafter')} ({meta.get('sd_method')}, {meta.get('engine')})"
+    return (f"{entry.id} | {meta.get('model')} | {meta.get('drafter')} ({meta.get('sd_method')}, {meta.get('engine')}) "
+            f"| {entry.trust}")
 
 
 def pareto_points(entries: Iterable[Entry], isl: str | None = None) -> list[dict]:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from speedbench.fingerprint import dataset_fingerprint
-from speedbench.leaderboard.schema import BundleRejected
+from speedbench.leaderboard.schema import BundleRejected, shown
 
 __all__ = ["KnownBuild", "KnownBuilds", "KnownConfig", "dataset_fingerprint", "describe_dataset"]
 
@@ -112,25 +112,25 @@ class KnownBuilds:
         found = self.by_hash.get(manifest_hash)
         if found is None:
             raise BundleRejected(
-                f"{run_path}/manifest.json: dataset_config_sha256 {manifest_hash[:16]}... is not a known "
-                "SPEED-Bench build; measure on a published build of the dataset")
+                f"{run_path}/manifest.json: dataset_config_sha256 {shown(manifest_hash[:16])}... is not a known "
+                "SPEED-Bench build; measure on a published build of the dataset", rule="build.unknown")
         matching = [(build, known) for build, known in found if known.name == config]
         if not matching:
             build, known = found[0]
             raise BundleRejected(
-                f"{run_path}/manifest.json: dataset_config {config!r} does not match the dataset hash, "
-                f"which is config {known.name!r} of build {build.name!r}")
+                f"{run_path}/manifest.json: dataset_config {shown(config)} does not match the dataset hash, "
+                f"which is config {known.name!r} of build {build.name!r}", rule="build.config_mismatch")
         build, known = matching[0]
         for question_id, category in records:
             expected = known.questions.get(question_id)
             if expected is None:
                 raise BundleRejected(
-                    f"{run_path}/records.jsonl: question_id {question_id!r} is not a row of {config!r} "
-                    f"in build {build.name!r} (records do not match the declared dataset)")
+                    f"{run_path}/records.jsonl: question_id {shown(question_id)} is not a row of {config!r} "
+                    f"in build {build.name!r} (records do not match the declared dataset)", rule="build.unknown_question")
             if expected != category:
                 raise BundleRejected(
-                    f"{run_path}/records.jsonl: question_id {question_id!r} has category {category!r}, "
-                    f"but the declared dataset says {expected!r}")
+                    f"{run_path}/records.jsonl: question_id {shown(question_id)} has category {shown(category)}, "
+                    f"but the declared dataset says {expected!r}", rule="build.category_mismatch")
         return build
 
 

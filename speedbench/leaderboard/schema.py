@@ -12,13 +12,15 @@ Schema version 1 (``BUNDLE_SCHEMA_VERSION``)::
     runs/<name>/manifest.json   what produced the run (engine, dataset config and hash, options)
     runs/<name>/results.json    the client's own summary (kept for reference, never trusted)
 
-Free-text fields are plain text: markup characters are refused at the door and the Space
-shows every value as text (never as HTML or Markdown).
+Free-text fields are plain text (:func:`text_problem`): control, bidi, zero-width and other
+invisible characters, markup and a leading formula character (``= + - @``) are refused at the
+door, and the Space shows every value as text (never as HTML or Markdown).
 """
 from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from dataclasses import asdict, dataclass
 
 BUNDLE_SCHEMA_VERSION = 1
@@ -32,14 +34,54 @@ KNOWN_ENGINES = ("vllm", "sglang", "trtllm", "llamacpp", "openai")
 MAX_TEXT_CHARS = 120
 MAX_NOTES_CHARS = 500
 MAX_DRAFT_LENGTH = 64
-# Characters that could open markup or a formula in a spreadsheet export; none is needed in a
-# model name, so refusing them is simpler and safer than sanitising.
+MAX_RUNS_PER_BUNDLE = 16
+# Characters that could open markup; none is needed in a model name, so refusing them is
+# simpler and safer than sanitising.
 _MARKUP = re.compile(r"[<>`]|&#|&[a-zA-Z]+;|javascript:", re.IGNORECASE)
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+# A leading = + - @ makes a spreadsheet evaluate the cell ("Copy table data" copies it as is).
+FORMULA_PREFIXES = ("=", "+", "-", "@")
+# Unicode categories never accepted in text: Cc control (tab, newline, NEL ...), Cf format (bidi
+# overrides and isolates, zero-width space/joiners, BOM, soft hyphen), Cs surrogates, Co private
+# use, Cn unassigned, Zl / Zp line and paragraph separators.
+_REFUSED_CATEGORIES = {"Cc": "control character", "Cf": "invisible formatting character (bidi or zero-width)",
+                       "Cs": "lone surrogate", "Co": "private-use character", "Cn": "unassigned code point",
+                       "Zl": "line separator", "Zp": "paragraph separator"}
 
 
 class BundleRejected(ValueError):
-    """A submission that cannot be accepted; ``str(error)`` is the message shown to the submitter."""
+    """A submission that cannot be accepted; ``str(error)`` is the message shown to the submitter.
+
+    ``rule`` names the check that failed (``"stats.k_mismatch"``, ``"json.surrogate"`` ...),
+    ``where`` the member (and line), ``field`` the field; the message says all three.
+    """
+
+    def __init__(self, detail: str, *, rule: str | None = None, where: str | None = None, field: str | None = None):
+        self.detail, self.rule, self.where, self.field = detail, rule, where, field
+        named = field and not detail.startswith(field)  # "metadata.model is required" names it already
+        parts = [p for p in (where, f"field {field}" if named else None, detail) if p]
+        message = ": ".join(parts)
+        super().__init__(f"{message} [rule {rule}]" if rule else message)
+
+
+def shown(value, limit: int = 80) -> str:
+    """An untrusted value quoted for a message: ASCII only (bidi, zero-width and control
+    characters appear as escapes), cut to ``limit`` characters."""
+    text = ascii(str(value))
+    return text if len(text) <= limit else text[: limit - 4] + "...'"
+
+
+def text_problem(text: str) -> str | None:
+    """Why ``text`` cannot be shown as plain text on the board, or None when it can."""
+    for char in text:
+        category = unicodedata.category(char)
+        if category in _REFUSED_CATEGORIES:
+            return f"contains a {_REFUSED_CATEGORIES[category]} (U+{ord(char):04X})"
+    if text.startswith(FORMULA_PREFIXES):
+        return f"starts with {text[0]!r} (read as a formula by spreadsheets)"
+    match = _MARKUP.search(text)
+    if match:
+        return f"contains markup ({match.group(0)!r}); HTML and scripts are not accepted"
+    return None
 
 
 @dataclass(frozen=True)
@@ -68,22 +110,22 @@ _OPTIONAL_TEXT = ("model_family", "submitter", "notes")
 
 def clean_text(value, field: str, *, required: bool, max_chars: int = MAX_TEXT_CHARS) -> str:
     """A free-text field as stripped plain text, or a :class:`BundleRejected` naming the field."""
+    where, name = "submission.json", f"metadata.{field}"
     if value is None:
         value = ""
     if not isinstance(value, str):
-        raise BundleRejected(f"submission.json: metadata.{field} must be a string, got {type(value).__name__}")
-    text = value.strip()
+        raise BundleRejected(f"{name} must be a string, got {type(value).__name__}", rule="text.type", where=where,
+                             field=name)
+    text = value.strip(" ")
     if required and not text:
-        raise BundleRejected(f"submission.json: metadata.{field} is required")
+        raise BundleRejected(f"{name} is required", rule="text.required", where=where, field=name)
     if len(text) > max_chars:
-        raise BundleRejected(f"submission.json: metadata.{field} is longer than {max_chars} characters")
-    if _CONTROL.search(text):
-        raise BundleRejected(f"submission.json: metadata.{field} contains control characters")
-    match = _MARKUP.search(text)
-    if match:
-        raise BundleRejected(
-            f"submission.json: metadata.{field} contains markup ({match.group(0)!r}); "
-            "free-text fields must be plain text (HTML and scripts are not accepted)")
+        raise BundleRejected(f"{name} is longer than {max_chars} characters", rule="text.length", where=where,
+                             field=name)
+    problem = text_problem(text)
+    if problem:
+        raise BundleRejected(f"{name} {problem}; free-text fields must be plain text", rule="text.unsafe", where=where,
+                             field=name)
     return text
 
 
@@ -97,27 +139,30 @@ def model_family_of(model: str) -> str:
 def parse_metadata(raw) -> SubmissionMetadata:
     """Validate ``submission.json``'s ``metadata`` object."""
     if not isinstance(raw, dict):
-        raise BundleRejected("submission.json: 'metadata' must be an object")
+        raise BundleRejected("submission.json: 'metadata' must be an object", rule="submission.schema")
     unknown = sorted(set(raw) - set(_REQUIRED_TEXT) - set(_OPTIONAL_TEXT) - {"draft_length", "temperature"})
     if unknown:
-        raise BundleRejected(f"submission.json: unknown metadata field(s) {unknown}")
+        raise BundleRejected(f"submission.json: unknown metadata field(s) {shown(unknown)}", rule="submission.schema")
     text = {f: clean_text(raw.get(f), f, required=True) for f in _REQUIRED_TEXT}
     text["engine"] = text["engine"].lower()
     if text["engine"] not in KNOWN_ENGINES:
         raise BundleRejected(
-            f"submission.json: metadata.engine {text['engine']!r} is not one of {', '.join(KNOWN_ENGINES)}")
+            f"submission.json: metadata.engine {text['engine']!r} is not one of {', '.join(KNOWN_ENGINES)}",
+            rule="submission.engine")
     optional = {f: clean_text(raw.get(f), f, required=False,
                               max_chars=MAX_NOTES_CHARS if f == "notes" else MAX_TEXT_CHARS)
                 for f in _OPTIONAL_TEXT}
     draft_length = raw.get("draft_length")
     if isinstance(draft_length, bool) or not isinstance(draft_length, int) or not 1 <= draft_length <= MAX_DRAFT_LENGTH:
         raise BundleRejected(
-            f"submission.json: metadata.draft_length must be an integer in 1..{MAX_DRAFT_LENGTH}, got {draft_length!r}")
+            f"submission.json: metadata.draft_length must be an integer in 1..{MAX_DRAFT_LENGTH}, got {shown(draft_length)}",
+            rule="submission.draft_length")
     temperature = raw.get("temperature")
     if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) \
             or not math.isfinite(temperature) or not 0 <= temperature <= 10:
         raise BundleRejected(
-            f"submission.json: metadata.temperature must be a finite number in 0..10, got {temperature!r}")
+            f"submission.json: metadata.temperature must be a finite number in 0..10, got {shown(temperature)}",
+            rule="submission.temperature")
     if not optional["model_family"]:
         optional["model_family"] = model_family_of(text["model"])
     optional["model_family"] = optional["model_family"].lower()
@@ -135,27 +180,32 @@ class RunRef:
 def parse_submission(raw) -> tuple[SubmissionMetadata, list[RunRef]]:
     """Validate the whole ``submission.json`` object (schema version first)."""
     if not isinstance(raw, dict):
-        raise BundleRejected("submission.json must hold a JSON object")
+        raise BundleRejected("submission.json must hold a JSON object", rule="submission.schema")
     version = raw.get("schema_version")
     if version not in SUPPORTED_SCHEMA_VERSIONS:
         raise BundleRejected(
-            f"submission.json: schema_version {version!r} is not supported "
+            f"submission.json: schema_version {shown(version)} is not supported "
             f"(this leaderboard reads version(s) {', '.join(map(str, SUPPORTED_SCHEMA_VERSIONS))}; "
-            "re-pack the run with the current 'speedbench submit')")
+            "re-pack the run with the current 'speedbench submit')", rule="submission.schema_version")
     metadata = parse_metadata(raw.get("metadata"))
     runs_raw = raw.get("runs")
     if not isinstance(runs_raw, list) or not runs_raw:
-        raise BundleRejected("submission.json: 'runs' must be a non-empty list of {path, role}")
+        raise BundleRejected("submission.json: 'runs' must be a non-empty list of {path, role}", rule="submission.schema")
+    if len(runs_raw) > MAX_RUNS_PER_BUNDLE:
+        raise BundleRejected(f"submission.json: more than {MAX_RUNS_PER_BUNDLE} runs in one bundle",
+                             rule="caps.runs_per_bundle")
     runs: list[RunRef] = []
     for i, item in enumerate(runs_raw):
         if not isinstance(item, dict) or not isinstance(item.get("path"), str):
-            raise BundleRejected(f"submission.json: runs[{i}] must be an object with a 'path' string")
+            raise BundleRejected(f"submission.json: runs[{i}] must be an object with a 'path' string",
+                                 rule="submission.schema")
         role = item.get("role", "sd")
         if role not in RUN_ROLES:
-            raise BundleRejected(f"submission.json: runs[{i}].role must be one of {RUN_ROLES}, got {role!r}")
+            raise BundleRejected(f"submission.json: runs[{i}].role must be one of {RUN_ROLES}, got {shown(role)}",
+                                 rule="submission.schema")
         runs.append(RunRef(path=item["path"].strip("/"), role=role))
     if len({r.path for r in runs}) != len(runs):
-        raise BundleRejected("submission.json: the same run path is listed twice")
+        raise BundleRejected("submission.json: the same run path is listed twice", rule="submission.schema")
     if not any(r.role == "sd" for r in runs):
-        raise BundleRejected("submission.json: at least one run must have role 'sd'")
+        raise BundleRejected("submission.json: at least one run must have role 'sd'", rule="submission.schema")
     return metadata, runs

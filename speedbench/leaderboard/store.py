@@ -13,14 +13,22 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
 from speedbench.leaderboard.schema import BundleRejected
 
 DEFAULT_DB = "leaderboard.sqlite3"
-STORE_VERSION = 1
+STORE_VERSION = 2
+TRUST_LEVELS = ("self-reported", "verified")
+# Columns added in store version 2 (ALTER TABLE on an older store): the measurement digest
+# (duplicates), the token digest, trust status, plausibility warnings, the verification record.
+_V2_COLUMNS = (("measurement_sha256", "TEXT"), ("tokens_sha256", "TEXT"),
+               ("trust", "TEXT NOT NULL DEFAULT 'self-reported'"), ("warnings_json", "TEXT NOT NULL DEFAULT '[]'"),
+               ("verification_json", "TEXT"))
+_ENTRY_COLUMNS = ("id, bundle_sha256, archive_sha256, submitted_at, schema_version, metadata_json, metrics_json, "
+                  "metrics_version, trust, warnings_json, verification_json")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS submissions (
@@ -38,6 +46,12 @@ CREATE TABLE IF NOT EXISTS bundles (
     archive       BLOB NOT NULL
 );
 CREATE TABLE IF NOT EXISTS store_info (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS quarantine (
+    id          TEXT PRIMARY KEY,
+    reason      TEXT NOT NULL,
+    row_json    TEXT NOT NULL,
+    archive     BLOB
+);
 """
 
 
@@ -53,6 +67,9 @@ class Entry:
     metadata: dict
     metrics: dict
     metrics_version: str
+    trust: str = "self-reported"
+    warnings: list = field(default_factory=list)
+    verification: dict | None = None
 
 
 def db_path_from_env() -> Path:
@@ -76,7 +93,12 @@ class LeaderboardStore:
         self._conn.execute("PRAGMA foreign_keys=ON")
         self._conn.execute("PRAGMA busy_timeout=5000")
         self._conn.executescript(_SCHEMA)
-        self._conn.execute("INSERT OR IGNORE INTO store_info VALUES ('store_version', ?)", (str(STORE_VERSION),))
+        present = {row[1] for row in self._conn.execute("PRAGMA table_info(submissions)")}
+        for name, kind in _V2_COLUMNS:
+            if name not in present:
+                self._conn.execute(f"ALTER TABLE submissions ADD COLUMN {name} {kind}")
+        self._conn.execute("CREATE UNIQUE INDEX IF NOT EXISTS submissions_measurement ON submissions(measurement_sha256)")
+        self._conn.execute("INSERT OR REPLACE INTO store_info VALUES ('store_version', ?)", (str(STORE_VERSION),))
 
     def close(self) -> None:
         with self._lock:
@@ -98,48 +120,114 @@ class LeaderboardStore:
             return self._conn.execute("PRAGMA journal_mode").fetchone()[0]
 
     def has_bundle(self, bundle_sha256: str) -> str | None:
-        """The id of the entry with this bundle hash, if any."""
+        """The id of the entry with this raw content hash, if any."""
         with self._lock:
             row = self._conn.execute("SELECT id FROM submissions WHERE bundle_sha256 = ?", (bundle_sha256,)).fetchone()
         return row[0] if row else None
 
+    def has_measurement(self, measurement_sha256: str) -> str | None:
+        """The id of the entry with this measurement digest (:mod:`.canonical`), if any."""
+        with self._lock:
+            row = self._conn.execute("SELECT id FROM submissions WHERE measurement_sha256 = ?",
+                                     (measurement_sha256,)).fetchone()
+        return row[0] if row else None
+
+    def has_tokens(self, tokens_sha256: str) -> str | None:
+        with self._lock:
+            row = self._conn.execute("SELECT id FROM submissions WHERE tokens_sha256 = ?", (tokens_sha256,)).fetchone()
+        return row[0] if row else None
+
     def add(self, *, bundle_sha256: str, archive_sha256: str, archive: bytes, schema_version: int,
-            metadata: dict, metrics: dict, metrics_version: str, submitted_at: str | None = None) -> Entry:
-        """Insert one entry and its raw bundle atomically; a duplicate bundle hash is a rejection."""
+            metadata: dict, metrics: dict, metrics_version: str, submitted_at: str | None = None,
+            measurement_sha256: str | None = None, tokens_sha256: str | None = None,
+            warnings: list | None = None) -> Entry:
+        """Insert one entry and its raw bundle atomically; a duplicate measurement is a rejection."""
+        measurement_sha256 = measurement_sha256 or bundle_sha256
         entry = Entry(
-            id=entry_id_for(bundle_sha256), bundle_sha256=bundle_sha256, archive_sha256=archive_sha256,
+            id=entry_id_for(measurement_sha256), bundle_sha256=bundle_sha256, archive_sha256=archive_sha256,
             submitted_at=submitted_at or datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            schema_version=schema_version, metadata=metadata, metrics=metrics, metrics_version=metrics_version)
+            schema_version=schema_version, metadata=metadata, metrics=metrics, metrics_version=metrics_version,
+            warnings=list(warnings or []))
         try:
             with self._transaction() as conn:
                 conn.execute(
-                    "INSERT INTO submissions VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO submissions (id, bundle_sha256, archive_sha256, submitted_at, schema_version, "
+                    "metadata_json, metrics_json, metrics_version, measurement_sha256, tokens_sha256, trust, "
+                    "warnings_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (entry.id, bundle_sha256, archive_sha256, entry.submitted_at, schema_version,
                      json.dumps(metadata, sort_keys=True, allow_nan=False),
-                     json.dumps(metrics, sort_keys=True, allow_nan=False), metrics_version))
+                     json.dumps(metrics, sort_keys=True, allow_nan=False), metrics_version, measurement_sha256,
+                     tokens_sha256, entry.trust, json.dumps(entry.warnings, sort_keys=True, allow_nan=False)))
                 conn.execute("INSERT INTO bundles VALUES (?, ?)", (entry.id, sqlite3.Binary(archive)))
         except sqlite3.IntegrityError:
-            existing = self.has_bundle(bundle_sha256)
+            existing = self.has_measurement(measurement_sha256) or self.has_bundle(bundle_sha256)
             raise BundleRejected(
-                f"duplicate submission: this bundle (hash {bundle_sha256[:16]}...) is already on the board "
-                f"as entry {existing}") from None
+                f"duplicate submission: this measurement (digest {measurement_sha256[:16]}...) is already on the board "
+                f"as entry {existing}", rule="duplicate.measurement") from None
         return entry
 
     @staticmethod
     def _entry(row) -> Entry:
-        return Entry(id=row[0], bundle_sha256=row[1], archive_sha256=row[2], submitted_at=row[3],
-                     schema_version=row[4], metadata=json.loads(row[5]), metrics=json.loads(row[6]),
-                     metrics_version=row[7])
+        """An entry from its row; a row that is not valid, UTF-8 encodable JSON is a ValueError."""
+        metadata, metrics = json.loads(row[5]), json.loads(row[6])
+        warnings = json.loads(row[9] or "[]")
+        verification = json.loads(row[10]) if row[10] else None
+        if not isinstance(metadata, dict) or not isinstance(metrics, dict) or not isinstance(warnings, list):
+            raise ValueError("metadata, metrics and warnings must be JSON objects / lists")
+        json.dumps([metadata, metrics, warnings, verification], ensure_ascii=False).encode("utf-8")
+        return Entry(id=row[0], bundle_sha256=row[1], archive_sha256=row[2], submitted_at=str(row[3]),
+                     schema_version=row[4], metadata=metadata, metrics=metrics, metrics_version=row[7],
+                     trust=row[8] if row[8] in TRUST_LEVELS else "self-reported", warnings=warnings,
+                     verification=verification)
+
+    def _rows(self, where: str = "", args: tuple = ()) -> list:
+        with self._lock:
+            return self._conn.execute(f"SELECT {_ENTRY_COLUMNS} FROM submissions {where} ORDER BY submitted_at, id",
+                                      args).fetchall()
+
+    def entries_and_problems(self) -> tuple[list[Entry], list[tuple[str, str]]]:
+        """Every readable entry, and (id, why) for each stored row that cannot be read."""
+        entries, problems = [], []
+        for row in self._rows():
+            try:
+                entries.append(self._entry(row))
+            except (ValueError, TypeError, UnicodeError, RecursionError) as exc:
+                problems.append((ascii(row[0]), f"unreadable stored row: {type(exc).__name__}"))
+        return entries, problems
 
     def entries(self) -> list[Entry]:
-        with self._lock:
-            rows = self._conn.execute("SELECT * FROM submissions ORDER BY submitted_at, id").fetchall()
-        return [self._entry(r) for r in rows]
+        return self.entries_and_problems()[0]
 
     def get(self, entry_id: str) -> Entry | None:
-        with self._lock:
-            row = self._conn.execute("SELECT * FROM submissions WHERE id = ?", (entry_id,)).fetchone()
-        return self._entry(row) if row else None
+        rows = self._rows("WHERE id = ?", (entry_id,))
+        try:
+            return self._entry(rows[0]) if rows else None
+        except (ValueError, TypeError, UnicodeError, RecursionError):
+            return None
+
+    def quarantine_unreadable(self) -> list[tuple[str, str]]:
+        """Move every row that cannot be read into ``quarantine`` (kept for a maintainer, off the board)."""
+        moved = []
+        for row in self._rows():
+            try:
+                self._entry(row)
+            except (ValueError, TypeError, UnicodeError, RecursionError) as exc:
+                reason = f"unreadable stored row: {type(exc).__name__}: {ascii(str(exc))[:200]}"
+                with self._transaction() as conn:
+                    blob = conn.execute("SELECT archive FROM bundles WHERE submission_id = ?", (row[0],)).fetchone()
+                    conn.execute("INSERT OR REPLACE INTO quarantine VALUES (?, ?, ?, ?)",
+                                 (row[0], reason, json.dumps([ascii(str(v)) for v in row]), blob[0] if blob else None))
+                    conn.execute("DELETE FROM bundles WHERE submission_id = ?", (row[0],))
+                    conn.execute("DELETE FROM submissions WHERE id = ?", (row[0],))
+                moved.append((ascii(row[0]), reason))
+        return moved
+
+    def set_trust(self, entry_id: str, trust: str, verification: dict) -> None:
+        if trust not in TRUST_LEVELS:
+            raise ValueError(f"trust must be one of {TRUST_LEVELS}")
+        with self._transaction() as conn:
+            conn.execute("UPDATE submissions SET trust = ?, verification_json = ? WHERE id = ?",
+                         (trust, json.dumps(verification, sort_keys=True, allow_nan=False), entry_id))
 
     def archive(self, entry_id: str) -> bytes | None:
         with self._lock:
@@ -154,14 +242,20 @@ class LeaderboardStore:
         """Every row of both tables, for tests that check a rejection left the store unchanged."""
         with self._lock:
             subs = self._conn.execute("SELECT * FROM submissions ORDER BY id").fetchall()
+            subs += self._conn.execute("SELECT id, reason FROM quarantine ORDER BY id").fetchall()
             blobs = self._conn.execute("SELECT submission_id, length(archive) FROM bundles ORDER BY 1").fetchall()
         return subs + blobs
 
     def rebuild(self, recompute: Callable[[bytes], tuple[dict, str]]) -> int:
         """Recompute every entry's metrics from its stored raw bundle; returns how many changed."""
         changed = 0
+        self.rebuild_failures: list[tuple[str, str]] = []
         for entry in self.entries():
-            metrics, version = recompute(self.archive(entry.id))
+            try:
+                metrics, version = recompute(self.archive(entry.id))
+            except BundleRejected as exc:  # the stricter checks of today refuse an old bundle: keep its figures
+                self.rebuild_failures.append((entry.id, str(exc)))
+                continue
             if metrics != entry.metrics or version != entry.metrics_version:
                 with self._transaction() as conn:
                     conn.execute("UPDATE submissions SET metrics_json = ?, metrics_version = ? WHERE id = ?",

@@ -18,8 +18,15 @@ from pathlib import Path
 
 import numpy as np
 
+from speedbench.fingerprint import dataset_fingerprint
 from speedbench.records import EngineSpecStats, RunManifest, TurnRecord
-from speedbench.schema import QUALITATIVE_CATEGORIES, THROUGHPUT_CATEGORIES, DatasetRow, rows_to_table
+from speedbench.schema import (
+    QUALITATIVE_CATEGORIES,
+    THROUGHPUT_BUCKETS,
+    THROUGHPUT_CATEGORIES,
+    DatasetRow,
+    rows_to_table,
+)
 
 
 def make_dataset(out_dir: Path, rows_per_category: int = 4, configs=("qualitative", "throughput_1k")) -> Path:
@@ -105,11 +112,11 @@ def _engine_stats(engine: SimulatedEngine, chunks: list[int]) -> EngineSpecStats
 def make_run(run_dir: Path, dataset_dir: Path, config: str, engine: SimulatedEngine, *,
              concurrencies=(1,), output_tokens: int = 64, seed: int = 0, limit: int | None = None) -> Path:
     """Write ``records.jsonl``, ``manifest.json`` and ``results.json`` of a simulated run."""
-    from speedbench.leaderboard.known_builds import dataset_fingerprint
-
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     rows = dataset_rows(dataset_dir, config)[:limit]
+    # a throughput bucket's prompts are as long as the bucket (the board checks it)
+    prompt_tokens = THROUGHPUT_BUCKETS.get(config.split("_", 1)[-1], 100) if config.startswith("throughput_") else 100
     rng = np.random.default_rng(seed)
     clock = 1_000_000_000_000  # ns on a monotonic clock
     records: list[TurnRecord] = []
@@ -126,7 +133,7 @@ def make_run(run_dir: Path, dataset_dir: Path, config: str, engine: SimulatedEng
                     record_key=f"{point}/{question_id}/0", run_point=point, load_shape="closed",
                     requested_concurrency=concurrency, request_rate=None, question_id=question_id,
                     category=category, sub_category="synthetic", turn_index=0, num_turns=1, warmup=False,
-                    worker=0, prompt_tokens=100, prompt_sha256=hashlib.sha256(question_id.encode()).hexdigest(),
+                    worker=0, prompt_tokens=prompt_tokens, prompt_sha256=hashlib.sha256(question_id.encode()).hexdigest(),
                     scheduled_ns=clock, send_ns=clock + 1000, end_ns=times[-1] + 1000, started_unix_s=1.7e9,
                     chunk_ns=times, chunk_tokens=chunks, chunks_are_steps=True, output_tokens=sum(chunks),
                     finish_reason="length", engine_stats=_engine_stats(engine, chunks)))

@@ -35,7 +35,11 @@ def test_entry_row_has_identity_acceptance_and_speedup(rows, seeded_store):
     assert eagle["al"] == round(entry.metrics["acceptance"]["acceptance_length"], 3)
     assert eagle["al_ci_low"] < eagle["al"] < eagle["al_ci_high"]
     assert all(f"al_{c}" in eagle for c in QUALITATIVE_CATEGORIES)
-    assert set(board.speedup_columns(rows)) == {"speedup_1k_c1", "speedup_1k_c4"}
+    # one best-speedup column per ISL bucket, never one per concurrency
+    assert board.speedup_columns(rows) == ["speedup_1k"]
+    speedups = {s["concurrency"]: s["speedup_measured"] for s in entry.metrics["speedup"]}
+    best = max(speedups, key=speedups.get)
+    assert (eagle["speedup_1k"], eagle["speedup_1k_at"]) == (round(speedups[best], 3), best)
     assert eagle["isls"] == ["1k"] and rows[1]["isls"] == []  # the MTP entry has no throughput run
     assert eagle["submitted"] == "2026-11-01"
 
@@ -65,9 +69,9 @@ def test_sorting_puts_missing_values_last(rows):
     by_al = [r["sd_method"] for r in board.sort_rows(rows, "al")]
     assert by_al == ["eagle3", "mtp", "ngram"]  # simulated ALs ~2.70, ~2.62, ~1.70
     assert [r["sd_method"] for r in board.sort_rows(rows, "al", descending=False)] == by_al[::-1]
-    by_speedup = [r["sd_method"] for r in board.sort_rows(rows, "speedup_1k_c1", descending=False)]
+    by_speedup = [r["sd_method"] for r in board.sort_rows(rows, "speedup_1k", descending=False)]
     assert by_speedup[-1] == "mtp"  # no speedup: last in either direction
-    assert [r["sd_method"] for r in board.sort_rows(rows, "speedup_1k_c1")][-1] == "mtp"
+    assert [r["sd_method"] for r in board.sort_rows(rows, "speedup_1k")][-1] == "mtp"
 
 
 def test_board_frame_headers_types_and_filtering(seeded_store, space_modules):
@@ -77,7 +81,8 @@ def test_board_frame_headers_types_and_filtering(seeded_store, space_modules):
     assert list(frame.columns[:10]) == ["Model", "Drafter", "Method", "Engine", "Version", "GPU", "K",
                                         "Temp.", "Mean AL", "AL (req.)"]
     assert len(widths) == len(frame.columns)
-    assert "Speedup 1k c=4" in frame.columns and "coding" in frame.columns
+    assert {"Speedup 1k (best)", "at concurrency (1k)", "Trust", "Warnings", "coding"} <= set(frame.columns)
+    assert set(frame["Trust"]) == {"self-reported"}
     assert len(datatypes) == len(frame.columns)
     assert datatypes[frame.columns.get_loc("Model")] == "str"  # text is never rendered as HTML/Markdown
     assert "html" not in datatypes and "markdown" not in datatypes
@@ -130,10 +135,11 @@ def test_compare_needs_two_entries(seeded_store, space_modules):
     assert len(pareto) == 4  # two entries with a 1k sweep at concurrency 1 and 4
 
 
-def test_submission_message_is_escaped(space_modules):
+def test_submission_message_is_plain_text(space_modules):
     if str(SPACE_DIR) not in sys.path:
         sys.path.insert(0, str(SPACE_DIR))
     from sbspace.submission import SubmissionResult
 
-    text = SubmissionResult(False, None, "member '<img src=x onerror=alert(1)>' bad").markdown()
-    assert "<img" not in text and "&lt;img" in text
+    # shown in a Textbox as plain text: the message is neither escaped nor rendered
+    text = SubmissionResult(False, None, "member '![x](http://127.0.0.1:9/x.png)' bad").text()
+    assert text == "Rejected: member '![x](http://127.0.0.1:9/x.png)' bad"

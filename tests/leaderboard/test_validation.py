@@ -65,13 +65,19 @@ def edit_record(files: dict[str, bytes], line: int = 0, raw: str | None = None, 
     return {**files, name: ("\n".join(lines) + "\n").encode()}
 
 
-def assert_rejected(store, known_builds, data: bytes, *fragments: str, limits: ArchiveLimits | None = None):
+def assert_rejected(store, known_builds, data: bytes, *fragments: str, limits: ArchiveLimits | None = None,
+                    rule: str | None = None, field: str | None = None):
     before = store.snapshot()
     with pytest.raises(BundleRejected) as caught:
         submit_bundle(data, store, known_builds, limits)
     message = str(caught.value)
     for fragment in fragments:
         assert fragment in message, message
+    if rule is not None:
+        assert caught.value.rule == rule, message
+        assert f"[rule {rule}]" in message
+    if field is not None:
+        assert caught.value.field == field, message
     assert store.snapshot() == before
     return message
 
@@ -146,15 +152,18 @@ def test_negative_times(seeded_store, known_builds, valid_bundle):
     backwards = list(record["chunk_ns"])
     backwards[3], backwards[4] = backwards[4], backwards[3]
     cases = [
-        ({"chunk_ns": backwards}, "go backwards"),
-        ({"scheduled_ns": -5}, "negative"),
-        ({"send_ns": record["scheduled_ns"] - 1}, "before scheduled_ns"),
-        ({"end_ns": record["chunk_ns"][-1] - 1}, "end_ns is before the last chunk"),
-        ({"chunk_ns": [record["scheduled_ns"] - 10] + record["chunk_ns"][1:]}, "precede the request"),
-        ({"chunk_tokens": [-1] + record["chunk_tokens"][1:]}, "negative token count"),
+        ({"chunk_ns": backwards}, "go backwards", "time.order", "chunk_ns[4]"),
+        ({"scheduled_ns": -5}, "negative", "record.negative", "scheduled_ns"),
+        ({"send_ns": record["scheduled_ns"] - 1}, "before it was scheduled", "time.order", "send_ns"),
+        ({"end_ns": record["chunk_ns"][-1] - 1}, "ends before its last chunk", "time.order", "end_ns"),
+        ({"chunk_ns": [record["scheduled_ns"] - 10] + record["chunk_ns"][1:]}, "before the request was sent",
+         "time.order", "chunk_ns[0]"),
+        ({"chunk_tokens": [-1] + record["chunk_tokens"][1:]}, "negative token count", "chunks.negative",
+         "chunk_tokens"),
     ]
-    for change, fragment in cases:
-        assert_rejected(seeded_store, known_builds, repack(edit_record(files, line=2, **change)), "line 3", fragment)
+    for change, fragment, rule, field in cases:
+        assert_rejected(seeded_store, known_builds, repack(edit_record(files, line=2, **change)), "line 3", fragment,
+                        rule=rule, field=field)
 
 
 @pytest.mark.parametrize("stats,fragment", [

@@ -84,7 +84,7 @@ def _records(bundle: bytes, run_suffix: str) -> list[dict]:
 
     files = read_archive(bundle)
     name = next(n for n in files if n.endswith(f"{run_suffix}/records.jsonl"))
-    return [json.loads(line) for line in files[name].splitlines() if line.strip()]
+    return [json.loads(line) for line in bytes(files[name]).splitlines() if line.strip()]
 
 
 def test_recomputed_acceptance_matches_the_raw_records(seeded_store, seed_bundles):
@@ -138,7 +138,7 @@ def test_recomputed_speedup_matches_the_raw_records(seeded_store, seed_bundles):
         assert speedups[c]["speedup_measured"] == pytest.approx(expected, rel=1e-9)
         assert speedups[c]["isl"] == "1k"
     row = board.entry_row(entry)
-    assert row["speedup_1k_c1"] == round(speedups[1]["speedup_measured"], 3)
+    assert row["speedup_1k"] == round(max(s["speedup_measured"] for s in speedups.values()), 3)
     # the Appendix-G estimate uses mean step times: baseline steps are 0.7x as long as SD steps here
     assert speedups[1]["speedup_estimate"] == pytest.approx(0.7 * next(
         p["acceptance_length"] for p in entry.metrics["points"] if p["run"].endswith("/tp1k") and p["concurrency"] == 1),

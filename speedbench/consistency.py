@@ -1,0 +1,304 @@
+"""Internal consistency of measured records: the rules a record must satisfy to be believed.
+
+One code path for the measurement client's own checks and the leaderboard's validator: pure
+functions over :class:`speedbench.records.TurnRecord` returning named :class:`Violation` s
+(rule id, request, field, what is wrong). Nothing here raises on bad data, imports the client,
+the dataset builder or Gradio, or decides what to do with a violation: the client reports them,
+the board rejects the bundle.
+
+Record rules (``check_record``; ``draft_length`` K, 0 for an autoregressive baseline):
+
+- ``time.order``: ``scheduled_ns <= send_ns <= chunk_ns[0] <= ... <= chunk_ns[-1] <= end_ns``;
+- ``bounds.*``: per-request physical bounds (:class:`PhysicalBounds`, documented there);
+- ``chunks.lengths`` / ``chunks.sum``: one token count per chunk time; the chunks add up to
+  ``output_tokens`` (within ``chunk_sum_tolerance``: an engine may count an end-of-sequence
+  token in its usage that it never streams);
+- ``chunks.step_size``: when chunks are steps, no chunk carries more than K + 1 tokens (the
+  first may also hold the prefill's token: K + 2);
+- ``stats.k_mismatch``: the engine's K equals the submitted K;
+- ``stats.histogram_width``: no histogram bin above K (bins h_0..h_K);
+- ``stats.histogram_counts``: the histogram's steps and accepted tokens equal the counts;
+- ``stats.accepted_exceeds_drafted``: accepted <= drafted tokens;
+- ``stats.drafted_vs_steps``: drafted steps <= drafted tokens <= drafted steps x K (equality
+  for draft-model / EAGLE drafting; n-gram and llama.cpp may propose fewer than K);
+- ``stats.steps_vs_output``: ``output_tokens = 1 + decode_steps + accepted - accepted_past_max_tokens``
+  with ``0 <= accepted_past_max_tokens <= K`` (engines count drafts accepted on a last step
+  that ``max_tokens`` cut); without decode steps, ``1 + drafted_steps + accepted <= output + K``;
+- ``stats.chunks_disagree``: when chunks are steps, there are no more chunk steps than decode
+  steps + 1 (chunks may merge steps, never split one);
+- ``baseline.drafted``: a baseline (K = 0) carries no drafted or accepted tokens.
+
+Run rules (``check_coverage``, ``check_prompt_lengths``, ``check_acceptance_plausible``):
+each load point answers at least ``min_answered`` of the config's prompts, at most
+``max_error_share`` of the measured requests failed, every turn of a multi-turn prompt is
+there, prompt token counts fit the throughput bucket, and the step sizes are not all K + 1.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One broken rule: which, on which request (``record_key``), in which field, and how."""
+
+    rule: str
+    request: str
+    field: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"request {self.request!r}: field {self.field}: {self.detail} [rule {self.rule}]"
+
+
+@dataclass(frozen=True)
+class PhysicalBounds:
+    """Per-request figures no real measurement reaches (generous: they catch fabrication, not outliers).
+
+    - ``max_output_tokens`` / ``max_prompt_tokens``: 262,144, past the longest context any served
+      model has today;
+    - ``max_request_s``: 4 hours from scheduling to the end of the stream (the client's request
+      timeout is 1 hour);
+    - ``max_user_tps``: 20,000 tokens/s within one request's stream (the fastest served decode
+      is a few thousand tokens/s per user), with K + 1 tokens of slack for the last step;
+    - ``max_turns``: 16 turns per prompt (SPEED-Bench's multi-turn rows have 2-5);
+    - ``chunk_sum_tolerance``: 1 token (see ``chunks.sum``).
+    """
+
+    max_output_tokens: int = 262_144
+    max_prompt_tokens: int = 262_144
+    max_request_s: float = 4 * 3600.0
+    max_user_tps: float = 20_000.0
+    max_turns: int = 16
+    chunk_sum_tolerance: int = 1
+
+
+DEFAULT_BOUNDS = PhysicalBounds()
+
+
+@dataclass(frozen=True)
+class CoverageThresholds:
+    """How completely a run must cover its config: at least 99% of the prompts answered at every
+    load point, at most 1% of the measured requests failed, every turn of every answered prompt."""
+
+    min_answered: float = 0.99
+    max_error_share: float = 0.01
+
+
+DEFAULT_COVERAGE = CoverageThresholds()
+# A throughput bucket's prompts are cut to the bucket in o200k tokens; the target tokenizer and
+# its chat template may count differently, but not by a factor of two.
+ISL_RATIO_RANGE = (0.5, 2.0)
+
+
+def _time_order(r, v: list[Violation]) -> None:
+    key = r.record_key
+    if r.send_ns < r.scheduled_ns:
+        v.append(Violation("time.order", key, "send_ns", "sent before it was scheduled"))
+    times = list(r.chunk_ns)
+    if times and times[0] < r.send_ns:
+        v.append(Violation("time.order", key, "chunk_ns[0]", "first chunk arrives before the request was sent"))
+    back = next((i for i in range(1, len(times)) if times[i] < times[i - 1]), None)
+    if back is not None:
+        v.append(Violation("time.order", key, f"chunk_ns[{back}]", "chunk times go backwards"))
+    if r.end_ns < (times[-1] if times else r.send_ns):
+        v.append(Violation("time.order", key, "end_ns", "stream ends before its last chunk (or before it was sent)"))
+
+
+def _bounds(r, k: int, b: PhysicalBounds, v: list[Violation]) -> None:
+    key = r.record_key
+    if r.output_tokens > b.max_output_tokens:
+        v.append(Violation("bounds.output_tokens", key, "output_tokens", f"{r.output_tokens} > {b.max_output_tokens}"))
+    if not 1 <= r.prompt_tokens <= b.max_prompt_tokens:
+        v.append(Violation("bounds.prompt_tokens", key, "prompt_tokens",
+                           f"{r.prompt_tokens} outside 1..{b.max_prompt_tokens}"))
+    if (r.end_ns - r.scheduled_ns) / 1e9 > b.max_request_s:
+        v.append(Violation("bounds.duration", key, "end_ns", f"request lasts more than {b.max_request_s:.0f} s"))
+    if not 1 <= r.num_turns <= b.max_turns or not 0 <= r.turn_index < r.num_turns:
+        v.append(Violation("bounds.turns", key, "turn_index", f"turn {r.turn_index} of {r.num_turns} "
+                           f"(at most {b.max_turns} turns per prompt)"))
+    tokens, times = list(r.chunk_tokens), list(r.chunk_ns)
+    if len(times) >= 2:
+        span_s = (times[-1] - times[0]) / 1e9
+        after_first = sum(tokens[1:])
+        if after_first > b.max_user_tps * span_s + k + 1:
+            v.append(Violation("bounds.user_tps", key, "chunk_ns",
+                               f"{after_first} tokens in {span_s * 1e3:.6f} ms: faster than {b.max_user_tps:.0f} tokens/s"))
+
+
+def _chunks(r, k: int, b: PhysicalBounds, v: list[Violation]) -> None:
+    key = r.record_key
+    tokens = list(r.chunk_tokens)
+    if len(tokens) != len(r.chunk_ns):
+        v.append(Violation("chunks.lengths", key, "chunk_tokens", "chunk_tokens and chunk_ns differ in length"))
+        return
+    if any(t < 0 for t in tokens):
+        v.append(Violation("chunks.negative", key, "chunk_tokens", "negative token count"))
+        return
+    total = sum(tokens)
+    if abs(total - r.output_tokens) > b.chunk_sum_tolerance:
+        v.append(Violation("chunks.sum", key, "output_tokens",
+                           f"chunks add up to {total} tokens but output_tokens is {r.output_tokens}"))
+    if r.chunks_are_steps and tokens:
+        big = next((i for i, t in enumerate(tokens) if t > (k + 2 if i == 0 else k + 1)), None)
+        if big is not None:
+            v.append(Violation("chunks.step_size", key, f"chunk_tokens[{big}]",
+                               f"{tokens[big]} tokens in one step; at most K + 1 = {k + 1}"))
+
+
+def _get(stats, name: str):
+    return getattr(stats, name, None)
+
+
+def _stats(r, k: int, v: list[Violation]) -> None:
+    s, key = r.engine_stats, r.record_key
+    if s is None:
+        return
+    accepted, drafted = _get(s, "accepted_tokens"), _get(s, "draft_tokens")
+    if k == 0:
+        if accepted or drafted or _get(s, "drafted_steps"):
+            v.append(Violation("baseline.drafted", key, "engine_stats",
+                               f"a baseline run drafted {drafted or 0} and accepted {accepted or 0} tokens"))
+        return
+    if s.draft_length is not None and s.draft_length != k:
+        v.append(Violation("stats.k_mismatch", key, "engine_stats.draft_length",
+                           f"engine says K = {s.draft_length}, the submission says K = {k}"))
+    hist = s.acceptance_histogram
+    if hist and any(hist[k + 1:]):
+        v.append(Violation("stats.histogram_width", key, "engine_stats.acceptance_histogram",
+                           f"{len(hist)} bins with counts past h_{k} (K = {k} allows h_0..h_{k})"))
+        return
+    if not s.exact:
+        return  # a rounded proxy (TensorRT-LLM's average) is not held to the identities
+    drafted_steps = _get(s, "drafted_steps")
+    decode_steps = _get(s, "decode_steps")
+    if drafted_steps is None and decode_steps is None and not str(s.source).startswith("llamacpp"):
+        drafted_steps = s.verify_steps  # format-1 records: verify_steps are drafted steps
+    if decode_steps is None and str(s.source).startswith("llamacpp"):
+        decode_steps = s.verify_steps
+    if hist:
+        if drafted_steps is not None and sum(hist) != drafted_steps:
+            v.append(Violation("stats.histogram_counts", key, "engine_stats.acceptance_histogram",
+                               f"histogram holds {sum(hist)} steps, the engine counted {drafted_steps}"))
+        if accepted is not None and sum(j * h for j, h in enumerate(hist)) != accepted:
+            v.append(Violation("stats.histogram_counts", key, "engine_stats.acceptance_histogram",
+                               f"histogram accepts {sum(j * h for j, h in enumerate(hist))} tokens, "
+                               f"accepted_tokens is {accepted}"))
+    if accepted is not None and drafted is not None and accepted > drafted:
+        v.append(Violation("stats.accepted_exceeds_drafted", key, "engine_stats.accepted_tokens",
+                           f"{accepted} accepted of {drafted} drafted"))
+    steps = drafted_steps if drafted_steps is not None else decode_steps
+    if steps is not None and drafted is not None and (drafted > steps * k or (drafted_steps and drafted < drafted_steps)):
+        v.append(Violation("stats.drafted_vs_steps", key, "engine_stats.draft_tokens",
+                           f"{drafted} drafted tokens over {steps} drafted steps with K = {k}"))
+    if steps is not None and accepted is not None and accepted > steps * k:
+        v.append(Violation("stats.accepted_exceeds_drafted", key, "engine_stats.accepted_tokens",
+                           f"{accepted} accepted over {steps} steps with K = {k} (at most {steps * k})"))
+    if accepted is not None:
+        _identity(r, k, decode_steps, drafted_steps, accepted, v)
+
+
+def _identity(r, k: int, decode_steps, drafted_steps, accepted: int, v: list[Violation]) -> None:
+    key, out = r.record_key, r.output_tokens
+    if decode_steps is not None:
+        past = 1 + decode_steps + accepted - out
+        if not 0 <= past <= k:
+            v.append(Violation("stats.steps_vs_output", key, "engine_stats.decode_steps",
+                               f"1 + {decode_steps} steps + {accepted} accepted = {1 + decode_steps + accepted} "
+                               f"tokens, output_tokens is {out} (at most K = {k} accepted past max_tokens)"))
+        if r.chunks_are_steps:
+            chunk_steps = sum(1 for t in list(r.chunk_tokens)[1:] if t > 0)
+            if chunk_steps > decode_steps + 1:
+                v.append(Violation("stats.chunks_disagree", key, "chunk_tokens",
+                                   f"{chunk_steps} streamed steps but the engine counted {decode_steps} decode steps"))
+    elif drafted_steps is not None and 1 + drafted_steps + accepted > out + k:
+        v.append(Violation("stats.steps_vs_output", key, "engine_stats.accepted_tokens",
+                           f"1 + {drafted_steps} steps + {accepted} accepted exceeds output_tokens {out} + K"))
+
+
+def check_record(record, draft_length: int, bounds: PhysicalBounds = DEFAULT_BOUNDS) -> list[Violation]:
+    """Every record rule (module docstring) on one successful request-turn; [] when it holds."""
+    violations: list[Violation] = []
+    _time_order(record, violations)
+    _chunks(record, draft_length, bounds, violations)
+    _bounds(record, draft_length, bounds, violations)
+    _stats(record, draft_length, violations)
+    if draft_length == 0 and record.chunks_are_steps:
+        big = next((i for i, t in enumerate(list(record.chunk_tokens)[1:], 1) if t > 1), None)
+        if big is not None and record.engine_stats is None:
+            violations.append(Violation("baseline.drafted", record.record_key, f"chunk_tokens[{big}]",
+                                        "a baseline step emitted more than one token"))
+    return violations
+
+
+def check_coverage(records: Iterable, expected_prompts: int | None,
+                   thresholds: CoverageThresholds = DEFAULT_COVERAGE) -> list[Violation]:
+    """Run rules over every non-warmup request-turn of one run (failed ones included).
+
+    ``coverage.errors``: at most ``max_error_share`` failed; ``coverage.turns``: every turn of
+    each prompt answered at a load point; ``coverage.prompts``: each load point answers at least
+    ``min_answered`` of ``expected_prompts`` (the config's rows; None skips the check).
+    """
+    records = [r for r in records if not r.warmup]
+    out: list[Violation] = []
+    failed = [r for r in records if not r.ok]
+    if records and len(failed) > thresholds.max_error_share * len(records):
+        out.append(Violation("coverage.errors", failed[0].record_key, "error",
+                             f"{len(failed)} of {len(records)} requests failed "
+                             f"(at most {thresholds.max_error_share:.0%})"))
+    turns: dict[tuple[str, str], dict[int, bool]] = defaultdict(dict)
+    num_turns: dict[tuple[str, str], set[int]] = defaultdict(set)
+    for r in records:
+        turns[(r.run_point, r.question_id)][r.turn_index] = r.ok
+        num_turns[(r.run_point, r.question_id)].add(r.num_turns)
+    answered: dict[str, int] = defaultdict(int)
+    for (point, qid), seen in turns.items():
+        counts = num_turns[(point, qid)]
+        expected = next(iter(counts))
+        if len(counts) > 1 or sorted(seen) != list(range(expected)):
+            out.append(Violation("coverage.turns", f"{point}/{qid}", "turn_index",
+                                 f"turns {sorted(seen)} of a prompt declaring num_turns {sorted(counts)}"))
+        elif all(seen.values()):
+            answered[point] += 1
+    if expected_prompts:
+        for point in sorted({p for p, _ in turns}):
+            if answered[point] < thresholds.min_answered * expected_prompts:
+                out.append(Violation("coverage.prompts", point, "question_id",
+                                     f"{answered[point]} of the config's {expected_prompts} prompts answered "
+                                     f"(at least {thresholds.min_answered:.0%})"))
+    return out
+
+
+def check_prompt_lengths(records: Iterable, isl_tokens: int | None) -> list[Violation]:
+    """``isl.bucket``: first-turn prompt lengths of a throughput run fit its ISL bucket (None: not a bucket)."""
+    if not isl_tokens:
+        return []
+    low, high = ISL_RATIO_RANGE[0] * isl_tokens, ISL_RATIO_RANGE[1] * isl_tokens
+    for r in records:
+        if r.turn_index == 0 and not low <= r.prompt_tokens <= high:
+            return [Violation("isl.bucket", r.record_key, "prompt_tokens",
+                              f"{r.prompt_tokens} prompt tokens in a {isl_tokens}-token bucket "
+                              f"(expected {low:.0f}..{high:.0f})")]
+    return []
+
+
+def check_acceptance_plausible(records: Iterable, draft_length: int, min_steps: int = 100) -> list[Violation]:
+    """``acceptance.perfect``: every decode step of a speculative run accepted all K drafts.
+
+    Judged from the chunks of records whose chunks are steps, the first and last chunk left out
+    (the prefill's token, the cut last step); needs ``min_steps`` steps to judge."""
+    steps = perfect = 0
+    first = None
+    for r in records:
+        if not r.chunks_are_steps:
+            continue
+        middle = list(r.chunk_tokens)[1:-1]
+        steps += len(middle)
+        perfect += sum(1 for t in middle if t == draft_length + 1)
+        first = first or r.record_key
+    if draft_length and steps >= min_steps and perfect == steps:
+        return [Violation("acceptance.perfect", first, "chunk_tokens",
+                          f"all {steps} steps accepted all K = {draft_length} draft tokens")]
+    return []

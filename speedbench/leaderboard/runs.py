@@ -1,0 +1,185 @@
+"""One run folder of a bundle, read line by line and checked record by record.
+
+A run folder holds exactly the files ``speedbench run`` writes and the board reads
+(``RUN_FILES``; anything else is refused). ``records.jsonl`` is parsed one line at a time
+(:func:`~speedbench.leaderboard.archive.iter_jsonl`); each line is type-checked, turned into a
+:class:`~speedbench.records.TurnRecord` and held to the record rules of
+:mod:`speedbench.consistency` (the client's own checks) before the next line is read. Chunk
+lists are then kept as compact ``array('q')`` (8 bytes a value instead of a Python int and a
+pointer), and failed requests keep no chunks, so a run costs memory in proportion to what it
+measured. CPU is bounded by caps on records and load points per run (:class:`RunCaps`).
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+from array import array
+from dataclasses import dataclass
+
+from speedbench.consistency import DEFAULT_BOUNDS, PhysicalBounds, check_record
+from speedbench.leaderboard.archive import ArchiveLimits, iter_jsonl, loads_strict
+from speedbench.leaderboard.records_adapter import RunData, parse_manifest
+from speedbench.leaderboard.schema import RUN_FILES, BundleRejected, shown
+from speedbench.records import TurnRecord
+
+
+@dataclass(frozen=True)
+class RunCaps:
+    """Per-run caps that bound the CPU one upload can cost: records (request-turns, warmup and
+    failed included) and load points; ``manifest.json`` / ``results.json`` are small files."""
+
+    max_records: int = 50_000
+    max_points: int = 16
+    max_json_bytes: int = 16 * 1024 * 1024
+
+
+DEFAULT_CAPS = RunCaps()
+_INT_FIELDS = ("scheduled_ns", "send_ns", "end_ns", "turn_index", "num_turns", "prompt_tokens", "output_tokens")
+_STR_FIELDS = ("record_key", "run_point", "question_id", "category")
+_STATS_INTS = ("verify_steps", "draft_tokens", "accepted_tokens", "draft_length", "decode_steps", "drafted_steps",
+               "accepted_past_max_tokens")
+
+
+def _is_int(value) -> bool:
+    return type(value) is int
+
+
+def _reject(detail: str, where: str, field: str, rule: str = "record.type"):
+    raise BundleRejected(detail, rule=rule, where=where, field=field)
+
+
+def check_record_types(data, where: str) -> None:
+    """The fields the board reads have the types they must have (values are judged later)."""
+    if not isinstance(data, dict):
+        _reject("a record must be a JSON object", where, "(record)")
+    for name in _STR_FIELDS:
+        if not isinstance(data.get(name), str) or not data[name]:
+            _reject("must be a non-empty string", where, name)
+    for name in _INT_FIELDS:
+        if not _is_int(data.get(name)):
+            _reject(f"must be an integer, got {shown(data.get(name), 40)}", where, name)
+        if data[name] < 0:
+            _reject(f"is negative ({data[name]}); times and counts must be >= 0", where, name, "record.negative")
+    for name in ("chunk_ns", "chunk_tokens"):
+        value = data.get(name, [])
+        if not isinstance(value, list) or not all(_is_int(v) for v in value):
+            _reject("must be a list of integers", where, name)
+    if len(data.get("chunk_ns", [])) != len(data.get("chunk_tokens", [])):
+        _reject("chunk_ns and chunk_tokens must have the same length", where, "chunk_tokens", "chunks.lengths")
+    for name in ("warmup", "chunks_are_steps"):
+        if not isinstance(data.get(name, False), bool):
+            _reject("must be true or false", where, name)
+    for name in ("error", "finish_reason", "output_text", "error_kind"):
+        if data.get(name) is not None and not isinstance(data[name], str):
+            _reject("must be a string or null", where, name)
+    concurrency = data.get("requested_concurrency")
+    if concurrency is not None and (not _is_int(concurrency) or concurrency < 1):
+        _reject("must be a positive integer or null", where, "requested_concurrency")
+    started = data.get("started_unix_s")
+    if started is not None and (not isinstance(started, (int, float)) or isinstance(started, bool)
+                                or not math.isfinite(started) or started < 0):
+        _reject("must be a non-negative number", where, "started_unix_s")
+    _check_stats_types(data.get("engine_stats"), where)
+
+
+def _check_stats_types(stats, where: str) -> None:
+    if stats is None:
+        return
+    if not isinstance(stats, dict):
+        _reject("engine_stats must be an object or null", where, "engine_stats")
+    for name in _STATS_INTS:
+        value = stats.get(name)
+        if value is not None and (not _is_int(value) or value < 0):
+            _reject("must be a non-negative integer or null", where, f"engine_stats.{name}")
+    histogram = stats.get("acceptance_histogram")
+    if histogram is not None and (not isinstance(histogram, list) or not all(_is_int(v) and v >= 0 for v in histogram)):
+        _reject("engine_stats.acceptance_histogram must be a list of non-negative integers", where,
+                "engine_stats.acceptance_histogram")
+    if not isinstance(stats.get("source", ""), str) or not isinstance(stats.get("exact", True), bool):
+        _reject("engine_stats.source must be a string and engine_stats.exact a boolean", where, "engine_stats.source")
+    if not isinstance(stats.get("raw", {}), dict):
+        _reject("must be an object", where, "engine_stats.raw")
+
+
+def _compact(record: TurnRecord, keep_chunks: bool) -> TurnRecord:
+    record.chunk_ns = array("q", record.chunk_ns if keep_chunks else ())
+    record.chunk_tokens = array("q", record.chunk_tokens if keep_chunks else ())
+    # The text is only ever compared (SD against baseline greedy outputs): its hash does that.
+    record.output_text = hashlib.sha256(record.output_text.encode("utf-8")).hexdigest()[:32] if keep_chunks else ""
+    if record.engine_stats is not None:
+        record.engine_stats.raw = {}
+    return record
+
+
+@dataclass
+class ReadRun:
+    """A run as read: the board's :class:`RunData` plus every non-warmup request (for coverage)."""
+
+    data: RunData
+    all_measured: list[TurnRecord]
+
+
+def _json_member(files: dict, name: str, caps: RunCaps):
+    if len(files[name]) > caps.max_json_bytes:
+        raise BundleRejected(f"larger than {caps.max_json_bytes // 2**20} MiB", rule="caps.json_size", where=name)
+    return files[name]
+
+
+def read_run(path: str, role: str, files: dict, draft_length: int, *, limits: ArchiveLimits | None = None,
+             caps: RunCaps = DEFAULT_CAPS, bounds: PhysicalBounds = DEFAULT_BOUNDS) -> ReadRun:
+    """Check and parse the run folder ``path`` (K = ``draft_length``; baselines are held to K = 0)."""
+    limits = limits or ArchiveLimits()
+    prefix = path + "/"
+    for name in sorted(n for n in files if n.startswith(prefix)):
+        if name[len(prefix):] not in RUN_FILES:
+            raise BundleRejected(f"a run folder holds only {', '.join(RUN_FILES)}", rule="archive.unexpected_member",
+                                 where=shown(name))
+    manifest_name, records_name, results_name = (prefix + f for f in ("manifest.json", "records.jsonl", "results.json"))
+    for name in (manifest_name, records_name):
+        if name not in files:
+            raise BundleRejected(f"bundle: run {shown(path)} has no {name.rsplit('/', 1)[1]}", rule="run.missing_file")
+    manifest = parse_manifest(_json_member(files, manifest_name, caps), manifest_name)
+    if results_name in files:  # kept, never trusted; but it must still be clean JSON
+        loads_strict(_json_member(files, results_name, caps), results_name)
+    k = draft_length if role == "sd" else 0
+    measured: list[TurnRecord] = []
+    seen: set[str] = set()
+    points: set[str] = set()
+    warmup = 0
+    for number, data in iter_jsonl(files[records_name], records_name, limits.max_line_bytes):
+        where = f"{records_name} line {number}"
+        check_record_types(data, where)
+        if len(seen) >= caps.max_records:
+            raise BundleRejected(f"more than {caps.max_records} records in one run", rule="caps.records_per_run",
+                                 where=where)
+        if data["record_key"] in seen:
+            raise BundleRejected(f"record_key {shown(data['record_key'])} appears twice", rule="record.duplicate_key",
+                                 where=where, field="record_key")
+        seen.add(data["record_key"])
+        try:
+            record = TurnRecord.from_dict(data)
+        except TypeError as exc:
+            raise BundleRejected(f"not a request record ({exc})", rule="record.schema", where=where) from None
+        if record.warmup:
+            warmup += 1
+            continue
+        points.add(record.run_point)
+        if len(points) > caps.max_points:
+            raise BundleRejected(f"more than {caps.max_points} load points in one run", rule="caps.points_per_run",
+                                 where=where, field="run_point")
+        if record.ok:
+            violations = check_record(record, k, bounds)
+            if violations:
+                first = violations[0]
+                raise BundleRejected(f"request {shown(first.request)}: {first.detail}", rule=first.rule, where=where,
+                                     field=first.field)
+        measured.append(_compact(record, keep_chunks=record.ok))
+    ok = [r for r in measured if r.ok]
+    if not ok:
+        raise BundleRejected("no successful measured requests", rule="run.empty", where=records_name)
+    by_point: dict[str, list[TurnRecord]] = {}
+    for record in ok:
+        by_point.setdefault(record.run_point, []).append(record)
+    data = RunData(path=path, role=role, manifest=manifest, records=ok, num_errors=len(measured) - len(ok),
+                   num_warmup=warmup, points=by_point)
+    return ReadRun(data=data, all_measured=measured)
