@@ -13,9 +13,11 @@ function:
   ``sqrt(D/h)`` (2 for 8 -> 32, exact in floating point).
 - v uses the same slots; o_proj reads them and ignores the zero ones.
 
-``q4_0_round`` gives a weaker draft model: every weight matrix rounded the way ggml's Q4_0 does
-(blocks of 32 along each row, ``d = x_maxabs / -8``, ``q = min(15, floor(x/d + 8.5))``, value
-``(q - 8) * d``), the last block of a row shorter when the row length is not a multiple of 32.
+``q4_0_round`` gives a weaker draft model: weight matrices rounded the way ggml's Q4_0 does
+(blocks of 32 along each row, ``d = x_maxabs / -8`` where ``x_maxabs`` is the value of largest
+magnitude, ``q = min(15, floor(x/d + 8.5))``, value ``(q - 8) * fp16(d)``: the scale is stored as
+float16). As in llama.cpp's Q4_0 file of stories260K, a matrix whose rows are not a whole number
+of blocks (``w2``, rows of 172) stays float32, and norms stay float32.
 The output folder is deterministic: same checkpoint and options, byte-identical files.
 """
 from __future__ import annotations
@@ -36,7 +38,7 @@ MAX_POSITION_EMBEDDINGS = 4096
 Q4_0_BLOCK = 32
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
 _MATRICES = ("token_embedding", "wq", "wk", "wv", "wo", "w1", "w2", "w3")
-CONVERTER_VERSION = "1"  # bump when the output of the same inputs changes
+CONVERTER_VERSION = "2"  # bump when the output of the same inputs changes
 
 
 def rope_theta_and_slots(frequencies: np.ndarray, head_size: int, head_dim: int) -> tuple[float, np.ndarray]:
@@ -70,6 +72,8 @@ def _embed_rows(w: np.ndarray, heads: int, head_size: int, head_dim: int, index:
 def q4_0_round(w: np.ndarray) -> np.ndarray:
     """Round each row of ``w`` in blocks of 32 as ggml's Q4_0 does, and return the dequantized values."""
     w = np.asarray(w, dtype=np.float32)
+    if w.shape[-1] % Q4_0_BLOCK:
+        raise ValueError(f"q4_0_round: rows of {w.shape[-1]} are not a whole number of {Q4_0_BLOCK}-blocks")
     out = np.empty_like(w)
     for start in range(0, w.shape[-1], Q4_0_BLOCK):
         block = w[..., start:start + Q4_0_BLOCK]
@@ -77,7 +81,8 @@ def q4_0_round(w: np.ndarray) -> np.ndarray:
         d = pick / np.float32(-8.0)
         inv = np.divide(np.float32(1.0), d, out=np.zeros_like(d), where=d != 0)
         q = np.minimum(np.float32(15), np.floor(block * inv + np.float32(8.5)))
-        out[..., start:start + Q4_0_BLOCK] = (q - np.float32(8)) * d
+        # quantized with the float32 scale, stored and dequantized with its float16 rounding
+        out[..., start:start + Q4_0_BLOCK] = (q - np.float32(8)) * d.astype(np.float16).astype(np.float32)
     return out
 
 
@@ -123,14 +128,14 @@ def hf_config(ckpt: Llama2cCheckpoint, theta: float, head_dim: int = HEAD_DIM,
 
 
 def quantized(ckpt: Llama2cCheckpoint) -> Llama2cCheckpoint:
-    """The same checkpoint with every weight matrix rounded like Q4_0 (norms and RoPE tables kept)."""
+    """The same checkpoint with its weight matrices rounded like Q4_0 (norms and RoPE tables kept)."""
     weights = dict(ckpt.weights)
-    for name in _MATRICES:
-        weights[name] = q4_0_round(weights[name])
+    names = list(_MATRICES) + ([] if ckpt.config.shared_classifier else ["wcls"])
+    for name in names:
+        if weights[name].shape[-1] % Q4_0_BLOCK == 0:  # else float32, as llama.cpp does
+            weights[name] = q4_0_round(weights[name])
     if ckpt.config.shared_classifier:
         weights["wcls"] = weights["token_embedding"]
-    else:
-        weights["wcls"] = q4_0_round(weights["wcls"])
     return Llama2cCheckpoint(ckpt.config, weights)
 
 

@@ -98,9 +98,16 @@ def test_q4_0_rounding_by_hand():
     # A positive max-abs value clips at q = 15: d = 2/-8 = -0.25, 2.0 -> floor(-8 + 8.5) = 0 -> +2.0,
     # -2.0 -> floor(8 + 8.5) = 16 -> 15 -> -1.75.
     np.testing.assert_array_equal(q4_0_round(np.array([[2.0, -2.0] + [0.0] * 30], np.float32))[0, :2], [2.0, -1.75])
-    # Blocks are independent: a row of 40 has blocks of 32 and 8.
-    row = np.concatenate([np.full(32, 100.0), np.full(8, 0.3)]).astype(np.float32)[None]
-    np.testing.assert_allclose(q4_0_round(row)[0, 32:], 0.3, rtol=1e-6)
+    # The scale is stored as float16: max 0.1 gives d = -0.0125, float16 -0.012496948242 (mantissa
+    # 614/1024 of 2^-7), so 0.1 (q = 0) comes back as 8 * 0.012496948242 = 0.099975585938.
+    small = np.zeros((1, 32), np.float32)
+    small[0, 0] = 0.1
+    assert q4_0_round(small)[0, 0] == np.float32(0.0999755859375)
+    # Blocks are independent: a row of 64 has two blocks.
+    row = np.concatenate([np.full(32, 100.0), np.full(32, 0.25)]).astype(np.float32)[None]
+    np.testing.assert_array_equal(q4_0_round(row)[0, 32:], 0.25)
+    with pytest.raises(ValueError, match="whole number"):
+        q4_0_round(np.ones((2, 40), np.float32))
 
 
 def test_draft_is_weaker_but_close(checkpoint_path, models_dir, tmp_path, np_llama):
@@ -108,6 +115,11 @@ def test_draft_is_weaker_but_close(checkpoint_path, models_dir, tmp_path, np_lla
 
     out = convert(checkpoint_path, models_dir, tmp_path / "draft", draft_q4_0=True)
     draft = load_file(str(out / "model.safetensors"))
+    original = load_file(str(convert(checkpoint_path, models_dir, tmp_path / "target") / "model.safetensors"))
+    # As in llama.cpp's Q4_0 file: rows of 172 (down_proj) stay float32, the rest is rounded.
+    assert np.array_equal(draft["model.layers.0.mlp.down_proj.weight"], original["model.layers.0.mlp.down_proj.weight"])
+    assert not np.array_equal(draft["model.layers.0.mlp.up_proj.weight"], original["model.layers.0.mlp.up_proj.weight"])
+    assert np.array_equal(draft["model.norm.weight"], original["model.norm.weight"])
     config = json.loads((out / "config.json").read_text())
     ckpt = read_checkpoint(checkpoint_path)
     tokens = [1] + [int(t) for t in np.random.default_rng(1).integers(3, 512, 80)]
