@@ -1,6 +1,6 @@
 """Acceptance of draft tokens: histogram, per-position rates and acceptance length (AL).
 
-Notation (paper, Sec. 6 "Metrics"; engine-wire-formats.md): K = draft length, a
+Notation (paper, Sec. 6 "Metrics"; docs/metrics.md): K = draft length, a
 *step* = one verification forward pass, which emits ``1 + j`` tokens when it accepted
 ``j`` of the K draft tokens (0 <= j <= K). ``h_j`` = number of steps that accepted exactly
 ``j`` draft tokens, ``n = sum_j h_j``.
@@ -16,7 +16,7 @@ Notation (paper, Sec. 6 "Metrics"; engine-wire-formats.md): K = draft length, a
 *request-weighted* AL is the mean of per-request ALs (what the published reference
 reports). They differ whenever long requests accept differently from short ones.
 
-Inputs come in three forms (engines differ, see engine-wire-formats.md), each turned
+Inputs come in three forms (engines differ, see docs/engine-wire-formats.md), each turned
 into one :class:`RequestAcceptance` table (one row per request):
 
 1. streamed chunk sizes per request -> :func:`requests_from_step_sizes`

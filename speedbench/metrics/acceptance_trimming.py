@@ -20,8 +20,8 @@ class AcceptanceWarning(UserWarning):
 
 @dataclass(frozen=True)
 class TrimRules:
-    """Which streamed chunks count as verification steps. Defaults follow the later
-    revisions of the reference framework.
+    """Which streamed chunks count as verification steps. The defaults are this project's
+    choice: the reference's main branch trims nothing but EOS (docs/metrics.md, trimming).
 
     Attributes:
         first_chunk: ``"drop_if_lone"`` (default) drops the first chunk when it holds exactly

@@ -1,6 +1,6 @@
 """Engine Prometheus counters -> run-level acceptance counts (the "counters" source).
 
-What each engine's counters count (from their source; ``docs`` / engine-wire-formats):
+What each engine's counters count (from their source; ``docs/engine-wire-formats.md``):
 
 - vLLM ``vllm:spec_decode_num_drafts_total``: *drafted* steps (n-gram steps without a draft are
   not counted); ``..._num_draft_tokens_total``, ``..._num_accepted_tokens_total`` (drafts accepted
