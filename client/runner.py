@@ -31,8 +31,9 @@ from speedbench.client.workload import (
     load_conversations,
     tokenize_first_turns,
 )
+from speedbench.client.source_check import counter_warnings, request_stats_warnings
 from speedbench.metrics.run_results import compute_results, read_counter_points
-from speedbench.records import COUNTERS_NAME, MANIFEST_NAME, RESULTS_NAME, RunManifest
+from speedbench.records import COUNTERS_NAME, MANIFEST_NAME, RESULTS_NAME, RunManifest, read_records
 DEFAULT_CONCURRENCY = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 # Manifest options that must match for a resume (others, like --workers, may change).
 RESUME_KEYS = ("engine", "url", "dataset_config", "dataset_config_sha256", "tokenizer_sha256", "prompt_mode")
@@ -125,8 +126,6 @@ def attach_request_stats(adapter, records_path: Path, draft_length: int | None) 
     """
     import os
 
-    from speedbench.records import read_records
-
     if not adapter.perf_metrics_path:
         return 0
     entries = adapter.request_stats_by_id(run_event_loop(_fetch_request_stats(adapter)))
@@ -189,7 +188,9 @@ def execute_run(options: RunOptions, log=print) -> dict:
         raise RunConfigError(f"{options.dataset} config {options.config}: no rows to run")
     tokenize_first_turns(conversations, tokenizer, options.prompt_mode)
 
-    description, _ = run_event_loop(_describe_and_scrape(adapter, True))
+    description, snapshot = run_event_loop(_describe_and_scrape(adapter, True))
+    for warning in counter_warnings(options.engine, adapter.metrics_path, snapshot):
+        log(f"warning: {warning}")
     manifest = RunManifest(
         engine=options.engine, url=options.url, model_id=description.get("model_id"),
         engine_version=description.get("engine_version"), server=description,
@@ -221,6 +222,7 @@ def execute_run(options: RunOptions, log=print) -> dict:
 
         progress = tqdm(total=total_turns * len(options.points()), unit="req", desc="speedbench run",
                         initial=sum(1 for r in existing.values() if not r.warmup), leave=False)
+    stats_checked = False
     try:
         for point, concurrency, rate in options.points():
             keys = [record_key(point, c.question_id, t) for c in conversations for t in range(len(c.turns))]
@@ -255,6 +257,11 @@ def execute_run(options: RunOptions, log=print) -> dict:
                         "run_point": point, "complete": not resumed, "unix_s": log_start,
                         "before": before.to_dict() if before else None,
                         "after": after.to_dict() if after else None}) + "\n")
+            if not stats_checked:  # once, from the first phase that produced responses
+                stats_checked = True
+                for warning in request_stats_warnings(options.engine, [
+                        r for r in read_records(records_path) if r.run_point == point]):
+                    log(f"warning: {warning}")
             if progress is not None and options.workers > 1:
                 progress.update(len(missing))
     finally:

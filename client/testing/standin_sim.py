@@ -3,9 +3,9 @@
 At every decode step a draft is proposed with probability ``draft_probability`` (1.0 for a draft
 model or EAGLE; below 1 for n-gram speculation, where only steps whose n-gram matched carry a
 draft); a drafted step accepts position i with probability AR_i given positions < i were, so it
-emits ``1 + accepted`` tokens; the prefill emits one token first. The last step is cut at the
-output limit while its accepted drafts are still counted, as the engines count them (vLLM: 36
-counted, 35 emitted). How the steps reach the client is the chunking: ``coalesce`` steps per
+emits ``1 + accepted`` tokens; the prefill emits one token first. The last step is cut at
+``max_tokens`` while its accepted drafts are still counted, as the engines count them (vLLM: 36
+counted, 35 emitted); a step that ends at EOS counts only what it emitted. How the steps reach the client is the chunking: ``coalesce`` steps per
 chunk (a lagging frontend), or every ``stall_every``-th chunk arriving ``stall_s`` late with
 ``stall_steps`` steps merged into it (vLLM's frontend after a stall, even at concurrency 1).
 """
@@ -96,9 +96,11 @@ def simulate_steps(sim: Simulation, prompt_ids: list[int], max_tokens: int, igno
                     drafts += 1
                 else:
                     break
+        size = min(1 + drafts, limit - total)  # the last step is cut at the limit
+        if finish == "stop" and size < 1 + drafts:
+            drafts = size - 1  # EOS ends the step: nothing after it was accepted
         drafted.append(draft)
         accepted.append(drafts)
-        size = min(1 + drafts, limit - total)  # the last step is cut at the limit
         sizes.append(size)
         total += size
     return StepPlan(sizes, drafted, accepted, finish)

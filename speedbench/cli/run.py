@@ -97,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
         read_timeout_s=args.read_timeout, draft_length=args.draft_length, agreement_tolerance=args.tolerance,
         num_resamples=args.resamples, progress=not args.no_progress)
     try:
-        results = execute_run(options)
+        # Warnings (a missing acceptance source and the server flag it needs) go to stderr.
+        results = execute_run(options, log=lambda text: print(text, file=sys.stderr, flush=True))
     except ErrorBudgetExceeded as error:
         print(f"speedbench run stopped: {error}. Records so far are in {args.out}/records.jsonl; "
               f"rerun the same command to resume.", file=sys.stderr)

@@ -122,18 +122,22 @@ def trim_step_sizes(chunks: Ragged, rules: TrimRules = TrimRules()) -> tuple[Rag
     return trimmed, report
 
 
-STALL_FACTOR = 3.0  # a gap this many times the stream's median gap is a stall
+STALL_FACTOR = 4.0  # a gap this many times the stream's median gap is a stall...
+STALL_MIN_GAP_S = 0.010  # ...and at least this long (a stream of microsecond gaps has no stalls)
 MIN_GAPS_FOR_STALLS = 4  # fewer gaps give no meaningful median
 
 
-def stalled_chunks(chunk_times: Ragged | None, chunks: Ragged, factor: float = STALL_FACTOR) -> np.ndarray:
+def stalled_chunks(chunk_times: Ragged | None, chunks: Ragged, factor: float = STALL_FACTOR,
+                   min_gap_s: float = STALL_MIN_GAP_S) -> np.ndarray:
     """Mask over the flat chunks: a chunk of more than one token that arrived more than ``factor``
-    times the stream's median inter-chunk gap after the previous one.
+    times the stream's median inter-chunk gap, and at least ``min_gap_s``, after the previous one.
 
     A frontend that falls behind (vLLM's, even at concurrency 1: a 4-token chunk after a 330 ms
     stall without speculation) sends the steps produced meanwhile as one chunk, which can be no
     larger than K+1 and so escape the size test. Streams with fewer than
-    ``MIN_GAPS_FOR_STALLS`` gaps are not judged. ``chunk_times`` are any monotonic unit.
+    ``MIN_GAPS_FOR_STALLS`` gaps are not judged. ``chunk_times`` are seconds (any origin). The
+    rule is conservative but not free: a genuine multi-token step that waited behind another
+    request's long prefill looks the same, and is left out too (counted in the report).
     """
     out = np.zeros(chunks.values.size, dtype=bool)
     if chunk_times is None:
@@ -147,7 +151,7 @@ def stalled_chunks(chunk_times: Ragged | None, chunks: Ragged, factor: float = S
         median = float(np.median(gaps))
         if median <= 0:
             continue
-        out[a + 1:b] = (gaps > factor * median) & (chunks.values[a + 1:b] > 1)
+        out[a + 1:b] = (gaps > max(factor * median, min_gap_s)) & (chunks.values[a + 1:b] > 1)
     return out
 
 

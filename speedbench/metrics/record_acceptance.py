@@ -99,7 +99,8 @@ def chunk_table(records, draft_length: int | None, rules: TrimRules | None = Non
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", AcceptanceWarning)  # merged chunks and inferred K are reported
         return requests_from_step_sizes([r.chunk_tokens for r in rows], draft_length=draft_length,
-                                        rules=rules or TrimRules(), chunk_times=[r.chunk_ns for r in rows],
+                                        rules=rules or TrimRules(),
+                                        chunk_times=[[t / 1e9 for t in r.chunk_ns] for r in rows],
                                         **_common(rows))
 
 
