@@ -191,21 +191,7 @@ def execute_run(options: RunOptions, log=print) -> dict:
     description, snapshot = run_event_loop(_describe_and_scrape(adapter, True))
     for warning in counter_warnings(options.engine, adapter.metrics_path, snapshot):
         log(f"warning: {warning}")
-    manifest = RunManifest(
-        engine=options.engine, url=options.url, model_id=description.get("model_id"),
-        engine_version=description.get("engine_version"), server=description,
-        dataset_dir=str(Path(options.dataset).resolve()), dataset_config=options.config,
-        dataset_config_sha256=dataset_fingerprint(options.dataset, options.config),
-        dataset_manifest_sha256=dataset_manifest_hash(options.dataset),
-        num_rows=len(conversations), tokenizer_path=str(Path(options.tokenizer).resolve()),
-        tokenizer_sha256=tokenizer.sha256, chat_template=tokenizer.has_chat_template,
-        prompt_mode=options.prompt_mode, options=options.manifest_options(), client_version=_client_version(),
-        python_version=platform.python_version(), created_unix_s=time.time())
-    manifest_path = out / MANIFEST_NAME
-    if manifest_path.exists():
-        _check_resume(manifest_path, manifest)
-        manifest.created_unix_s = json.loads(manifest_path.read_text()).get("created_unix_s", manifest.created_unix_s)
-    manifest_path.write_text(json.dumps(manifest.to_dict(), indent=2) + "\n")
+    _write_manifest(options, out, description, conversations, tokenizer)
 
     records_path = out / RECORDS_NAME
     settings = ClientSettings(
@@ -229,34 +215,9 @@ def execute_run(options: RunOptions, log=print) -> dict:
             missing = [k for k in keys if k not in done]
             if not missing:
                 continue
-            resumed = len(missing) < len(keys)
-            if options.warmup > 0:
-                warm = conversations[: options.warmup]
-                warm_keys = [record_key(point, c.question_id, 0, warmup=True) for c in warm]
-                if any(k not in done for k in warm_keys):
-                    warm_single = [Conversation(c.question_id, c.category, c.sub_category, c.turns[:1],
-                                                c.first_prompt_ids) for c in warm]
-                    phase = PhaseSpec(point, "closed", concurrency or len(warm), rate, True, 0,
-                                      slots=min(concurrency or len(warm), len(warm)), done=done)
-                    run_phase_in_workers(settings, phase, warm_single, 1)
-                    attach_request_stats(adapter, records_path, options.draft_length)
-            _, before = run_event_loop(_describe_and_scrape(adapter, False))
-            todo = [c for c in conversations
-                    if any(record_key(point, c.question_id, t) not in done for t in range(len(c.turns)))]
-            offsets = poisson_offsets_ns(len(todo), rate, options.arrival_seed) if rate else None
-            phase = PhaseSpec(point, options.load_shape, concurrency, rate, False, 0,
-                              slots=concurrency or 1, arrival_offsets_ns=offsets, done=done)
-            log_start = time.time()
-            try:
-                run_phase_in_workers(settings, phase, todo, options.workers, progress)
-            finally:
-                _, after = run_event_loop(_describe_and_scrape(adapter, False))
-                attach_request_stats(adapter, records_path, options.draft_length)
-                with open(out / COUNTERS_NAME, "a") as handle:
-                    handle.write(json.dumps({
-                        "run_point": point, "complete": not resumed, "unix_s": log_start,
-                        "before": before.to_dict() if before else None,
-                        "after": after.to_dict() if after else None}) + "\n")
+            _run_warmup(options, settings, adapter, point, concurrency, rate, conversations, done)
+            _measure_point(options, settings, adapter, point, concurrency, rate, conversations, done,
+                           resumed=len(missing) < len(keys), progress=progress)
             if not stats_checked:  # once, from the first phase that produced responses
                 stats_checked = True
                 for warning in request_stats_warnings(options.engine, [
@@ -270,3 +231,59 @@ def execute_run(options: RunOptions, log=print) -> dict:
     results = compute_results(out, options.agreement_tolerance, options.num_resamples, options.draft_length)
     (out / RESULTS_NAME).write_text(json.dumps(results, indent=2, allow_nan=False) + "\n")
     return results
+
+
+def _write_manifest(options: RunOptions, out: Path, description: dict, conversations, tokenizer) -> None:
+    manifest = RunManifest(
+        engine=options.engine, url=options.url, model_id=description.get("model_id"),
+        engine_version=description.get("engine_version"), server=description,
+        dataset_dir=str(Path(options.dataset).resolve()), dataset_config=options.config,
+        dataset_config_sha256=dataset_fingerprint(options.dataset, options.config),
+        dataset_manifest_sha256=dataset_manifest_hash(options.dataset),
+        num_rows=len(conversations), tokenizer_path=str(Path(options.tokenizer).resolve()),
+        tokenizer_sha256=tokenizer.sha256, chat_template=tokenizer.has_chat_template,
+        prompt_mode=options.prompt_mode, options=options.manifest_options(), client_version=_client_version(),
+        python_version=platform.python_version(), created_unix_s=time.time())
+    manifest_path = out / MANIFEST_NAME
+    if manifest_path.exists():
+        _check_resume(manifest_path, manifest)
+        manifest.created_unix_s = json.loads(manifest_path.read_text()).get("created_unix_s", manifest.created_unix_s)
+    manifest_path.write_text(json.dumps(manifest.to_dict(), indent=2) + "\n")
+
+
+def _run_warmup(options: RunOptions, settings: ClientSettings, adapter, point: str, concurrency, rate,
+                conversations, done: dict) -> None:
+    """The point's warmup requests (first turns only), unless they already ran."""
+    if options.warmup <= 0:
+        return
+    warm = conversations[: options.warmup]
+    if all(record_key(point, c.question_id, 0, warmup=True) in done for c in warm):
+        return
+    warm_single = [Conversation(c.question_id, c.category, c.sub_category, c.turns[:1], c.first_prompt_ids)
+                   for c in warm]
+    phase = PhaseSpec(point, "closed", concurrency or len(warm), rate, True, 0,
+                      slots=min(concurrency or len(warm), len(warm)), done=done)
+    run_phase_in_workers(settings, phase, warm_single, 1)
+    attach_request_stats(adapter, Path(settings.records_path), options.draft_length)
+
+
+def _measure_point(options: RunOptions, settings: ClientSettings, adapter, point: str, concurrency, rate,
+                   conversations, done: dict, resumed: bool, progress) -> None:
+    """The point's measured phase between two counter scrapes (appended to ``counters.jsonl``)."""
+    _, before = run_event_loop(_describe_and_scrape(adapter, False))
+    todo = [c for c in conversations
+            if any(record_key(point, c.question_id, t) not in done for t in range(len(c.turns)))]
+    offsets = poisson_offsets_ns(len(todo), rate, options.arrival_seed) if rate else None
+    phase = PhaseSpec(point, options.load_shape, concurrency, rate, False, 0,
+                      slots=concurrency or 1, arrival_offsets_ns=offsets, done=done)
+    log_start = time.time()
+    try:
+        run_phase_in_workers(settings, phase, todo, options.workers, progress)
+    finally:
+        _, after = run_event_loop(_describe_and_scrape(adapter, False))
+        attach_request_stats(adapter, Path(settings.records_path), options.draft_length)
+        with open(Path(options.out) / COUNTERS_NAME, "a") as handle:
+            handle.write(json.dumps({
+                "run_point": point, "complete": not resumed, "unix_s": log_start,
+                "before": before.to_dict() if before else None,
+                "after": after.to_dict() if after else None}) + "\n")

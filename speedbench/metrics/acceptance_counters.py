@@ -19,6 +19,16 @@ from speedbench.metrics.breakdown import group_codes
 from speedbench.metrics.validation import MetricInputError, as_count_array, as_labels, as_ragged_counts
 
 
+# The AcceptanceSummary fields that counters never fill (no per-request rows, no intervals).
+_NO_REQUESTS = dict(acceptance_length_request_weighted=None, acceptance_length_ci=None,
+                    acceptance_length_request_weighted_ci=None, conditional_acceptance_rate_ci=None,
+                    marginal_acceptance_rate_ci=None, mean_acceptance_rate_ci=None, acceptance_histogram=None,
+                    draft_length_inferred=False, num_requests=0, num_requests_without_steps=0,
+                    num_max_tokens_requests=None, max_tokens_share=None, num_requests_excluded_max_tokens=0,
+                    input_form="counters", trim_rules=None, trim_report=None, confidence=DEFAULT_CONFIDENCE,
+                    num_resamples=0, seed=DEFAULT_SEED, warnings=[])
+
+
 def acceptance_from_counters(
     num_drafts,
     num_draft_tokens,
@@ -32,9 +42,10 @@ def acceptance_from_counters(
     ``..._num_accepted_tokens_per_pos{position=i}``).
 
     Each argument is one value per run (or per category run); rows with the same category
-    are summed. ``AL = 1 + accepted / drafts``; ``accepted_per_position[i] / drafts`` is the
-    *marginal* ``P(>= i+1)``; the conditional rates are ratios of consecutive marginals.
-    There are no per-request rows, so no request-weighted AL and no intervals.
+    are summed. ``AL = 1 + accepted / drafts`` over drafted steps (a counter "draft" is a step
+    that carried one); ``accepted_per_position[i] / drafts`` is the *marginal* ``P(>= i+1)``; the
+    conditional rates are ratios of consecutive marginals. There are no per-request rows, so no
+    request-weighted AL and no intervals.
     """
     drafts = as_count_array(num_drafts, "num_drafts")
     tokens = as_count_array(num_draft_tokens, "num_draft_tokens")
@@ -43,74 +54,55 @@ def acceptance_from_counters(
     for name, arr in (("num_draft_tokens", tokens), ("num_accepted_tokens", accepted)):
         if arr.size != n:
             raise MetricInputError(f"{name}: got {arr.size} values for {n} rows")
-    per_pos = None
-    if accepted_per_position is not None:
-        app = accepted_per_position
-        if n == 1 and len(app) and np.ndim(app[0]) == 0:
-            app = [app]  # one run given as a flat list of positions
-        rows = as_ragged_counts(app, "accepted_per_position")
-        if rows.num_rows != n:
-            raise MetricInputError(f"accepted_per_position: got {rows.num_rows} rows for {n} counter rows")
-        width = int(rows.lengths.max()) if n else 0
-        per_pos = np.zeros((n, width), dtype=np.int64)
-        per_pos[rows.row_index(), np.arange(rows.values.size) - np.repeat(rows.offsets[:-1], rows.lengths)] = rows.values
-    cats = as_labels(categories, n, "categories", default=ALL_CATEGORY)
-    codes, names = group_codes(cats)
+    per_pos = _per_position_matrix(accepted_per_position, n)
+    codes, names = group_codes(as_labels(categories, n, "categories", default=ALL_CATEGORY))
 
     def one(mask) -> AcceptanceSummary:
-        d, t, a = int(drafts[mask].sum()), int(tokens[mask].sum()), int(accepted[mask].sum())
-        al = float(acceptance_length_from_counts(d, a))
-        marginal = conditional = None
-        notes = []
-        k = None
-        if per_pos is not None:
-            pp = per_pos[mask].sum(axis=0)
-            k = int(pp.size)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                marginal = pp / d if d > 0 else np.zeros(k)
-            conditional = conditional_from_marginal(marginal)
-        elif d > 0 and t % d == 0:
-            k = t // d
-        checks = check_identities(al, marginal, conditional) if marginal is not None and np.isfinite(al) else []
-        if per_pos is not None and int(per_pos[mask].sum()) != a:
-            checks.append(f"sum of accepted_per_position ({int(per_pos[mask].sum())}) != num_accepted_tokens ({a})")
-        return AcceptanceSummary(
-            acceptance_length=al,
-            acceptance_length_request_weighted=None,
-            acceptance_length_ci=None,
-            acceptance_length_request_weighted_ci=None,
-            conditional_acceptance_rate=None if conditional is None else conditional.tolist(),
-            conditional_acceptance_rate_ci=None,
-            marginal_acceptance_rate=None if marginal is None else np.asarray(marginal).tolist(),
-            marginal_acceptance_rate_ci=None,
-            mean_acceptance_rate=_finite_or_none(mean_acceptance_rate(a, t)),
-            mean_acceptance_rate_ci=None,
-            acceptance_histogram=None,
-            draft_length=k,
-            draft_length_inferred=False,
-            num_requests=0,
-            num_requests_without_steps=0,
-            num_steps=d,
-            num_accepted_tokens=a,
-            num_draft_tokens=t,
-            num_max_tokens_requests=None,
-            max_tokens_share=None,
-            num_requests_excluded_max_tokens=0,
-            input_form="counters",
-            trim_rules=None,
-            trim_report=None,
-            confidence=DEFAULT_CONFIDENCE,
-            num_resamples=0,
-            seed=DEFAULT_SEED,
-            checks_failed=checks,
-            warnings=notes,
-        )
+        pp = None if per_pos is None else per_pos[mask].sum(axis=0)
+        return _counter_summary(int(drafts[mask].sum()), int(tokens[mask].sum()), int(accepted[mask].sum()), pp)
 
     per_category = {}
     for c, name in enumerate(names):
-        d = one(codes == c).to_dict()
-        d.pop("per_category", None)
-        per_category[name] = d
+        per_category[name] = one(codes == c).to_dict()
+        per_category[name].pop("per_category", None)
     summary = one(np.ones(n, dtype=bool))
     summary.per_category = per_category
     return summary
+
+
+def _per_position_matrix(accepted_per_position, n: int) -> np.ndarray | None:
+    """Accepted-per-position counts as an ``(n, K)`` matrix (one flat list allowed for one run)."""
+    if accepted_per_position is None:
+        return None
+    app = accepted_per_position
+    if n == 1 and len(app) and np.ndim(app[0]) == 0:
+        app = [app]  # one run given as a flat list of positions
+    rows = as_ragged_counts(app, "accepted_per_position")
+    if rows.num_rows != n:
+        raise MetricInputError(f"accepted_per_position: got {rows.num_rows} rows for {n} counter rows")
+    width = int(rows.lengths.max()) if n else 0
+    out = np.zeros((n, width), dtype=np.int64)
+    out[rows.row_index(), np.arange(rows.values.size) - np.repeat(rows.offsets[:-1], rows.lengths)] = rows.values
+    return out
+
+
+def _counter_summary(drafts: int, tokens: int, accepted: int, per_position: np.ndarray | None) -> AcceptanceSummary:
+    al = float(acceptance_length_from_counts(drafts, accepted))
+    marginal = conditional = None
+    k = None
+    if per_position is not None:
+        k = int(per_position.size)
+        marginal = per_position / drafts if drafts > 0 else np.zeros(k)
+        conditional = conditional_from_marginal(marginal)
+    elif drafts > 0 and tokens % drafts == 0:
+        k = tokens // drafts  # every drafted step proposes K tokens
+    checks = check_identities(al, marginal, conditional) if marginal is not None and np.isfinite(al) else []
+    if per_position is not None and int(per_position.sum()) != accepted:
+        checks.append(f"sum of accepted_per_position ({int(per_position.sum())}) != num_accepted_tokens ({accepted})")
+    return AcceptanceSummary(
+        acceptance_length=al, conditional_acceptance_rate=None if conditional is None else conditional.tolist(),
+        marginal_acceptance_rate=None if marginal is None else np.asarray(marginal).tolist(),
+        mean_acceptance_rate=_finite_or_none(mean_acceptance_rate(accepted, tokens)), draft_length=k,
+        num_steps=drafts, num_accepted_tokens=accepted, num_draft_tokens=tokens, checks_failed=checks,
+        step_kind="drafted", acceptance_length_drafted=_finite_or_none(al), num_drafted_steps=drafts,
+        **{**_NO_REQUESTS, "warnings": []})
