@@ -26,7 +26,8 @@ Record rules (``check_record``; ``draft_length`` K, 0 for an autoregressive base
   that ``max_tokens`` cut); without decode steps, ``1 + drafted_steps + accepted <= output + K``;
 - ``stats.chunks_disagree``: when chunks are steps, there are no more chunk steps than decode
   steps + 1 (chunks may merge steps, never split one);
-- ``baseline.drafted``: a baseline (K = 0) carries no drafted or accepted tokens.
+- ``baseline.drafted``: a baseline (K = 0) carries no drafted or accepted tokens, and when its
+  chunks are steps none carries more than one token.
 
 Run rules (``check_coverage``, ``check_prompt_lengths``, ``check_acceptance_plausible``):
 each load point answers at least ``min_answered`` of the config's prompts, at most
@@ -144,7 +145,7 @@ def _chunks(r, k: int, b: PhysicalBounds, v: list[Violation]) -> None:
     if r.chunks_are_steps and tokens:
         big = next((i for i, t in enumerate(tokens) if t > (k + 2 if i == 0 else k + 1)), None)
         if big is not None:
-            v.append(Violation("chunks.step_size", key, f"chunk_tokens[{big}]",
+            v.append(Violation("baseline.drafted" if k == 0 else "chunks.step_size", key, f"chunk_tokens[{big}]",
                                f"{tokens[big]} tokens in one step; at most K + 1 = {k + 1}"))
 
 
@@ -225,11 +226,6 @@ def check_record(record, draft_length: int, bounds: PhysicalBounds = DEFAULT_BOU
     _chunks(record, draft_length, bounds, violations)
     _bounds(record, draft_length, bounds, violations)
     _stats(record, draft_length, violations)
-    if draft_length == 0 and record.chunks_are_steps:
-        big = next((i for i, t in enumerate(list(record.chunk_tokens)[1:], 1) if t > 1), None)
-        if big is not None and record.engine_stats is None:
-            violations.append(Violation("baseline.drafted", record.record_key, f"chunk_tokens[{big}]",
-                                        "a baseline step emitted more than one token"))
     return violations
 
 

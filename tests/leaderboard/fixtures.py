@@ -127,6 +127,39 @@ def seeded_store(seeded_db) -> LeaderboardStore:
 
 
 @pytest.fixture(scope="session")
+def stats_runs(make_entry_runs):
+    """An EAGLE-like vLLM entry whose records carry the engine's statistics (histograms, counts)."""
+    engine = SimulatedEngine(engine="vllm", rates=(0.8, 0.6, 0.4), report_engine_stats=True)
+    return make_entry_runs(engine, seed=55)
+
+
+@pytest.fixture(scope="session")
+def stats_bundle(stats_runs) -> bytes:
+    sd, baselines = stats_runs
+    return pack_bundle(sd, {**METADATA, "drafter": "stats drafter"}, baselines)
+
+
+def load_helpers(name: str):
+    """A helper module of this folder (tests run with --import-mode=importlib: no package imports)."""
+    import importlib.util
+    import sys
+
+    key = f"speedbench_leaderboard_test_{name}"
+    if key not in sys.modules:
+        spec = importlib.util.spec_from_file_location(key, Path(__file__).with_name(f"{name}.py"))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[key] = module
+        spec.loader.exec_module(module)
+    return sys.modules[key]
+
+
+@pytest.fixture(scope="session")
+def bundles():
+    """Bundle-editing helpers (tests/leaderboard/bundles.py)."""
+    return load_helpers("bundles")
+
+
+@pytest.fixture(scope="session")
 def artifacts_dir() -> Path:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     return ARTIFACTS
