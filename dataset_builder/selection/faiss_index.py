@@ -61,12 +61,21 @@ class PoolIndex:
         count = int(min(count, self.n))
         if self.kind == "flat":
             return self._flat_search(q, count)
+        import faiss
+
         if self.kind == "hnsw":
-            import faiss
             ef = max(int(self.params.get("efSearch", 0)), count)
             scores, ids = self.index.search(q, count, params=faiss.SearchParametersHNSW(efSearch=ef))
-        else:
-            scores, ids = self.index.search(q, count)
+            return scores[0], ids[0]
+        scores, ids = self.index.search(q, count)
+        if hasattr(self.index, "nprobe") or "IVF" in self.params.get("factory", ""):
+            # -s points away from the data: the lists nearest to it can hold fewer rows than asked
+            # for; probe more lists until enough come back.
+            ivf = faiss.extract_index_ivf(self.index)
+            nprobe = ivf.nprobe
+            while (ids[0] >= 0).sum() < count and nprobe < ivf.nlist:
+                nprobe = min(ivf.nlist, nprobe * 4)
+                scores, ids = self.index.search(q, count, params=faiss.SearchParametersIVF(nprobe=nprobe))
         return scores[0], ids[0]
 
     def _flat_search(self, q: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
@@ -102,10 +111,21 @@ def factory_string(kind: str, n: int, d: int, nlist: int | None = None, pq_m: in
     raise ValueError(f"unknown index kind {kind!r}; choose from {', '.join(INDEX_KINDS)}")
 
 
+def _read_rows(store: np.ndarray, start: int, stop: int) -> np.ndarray:
+    """Rows start:stop; a memory-mapped store is read with a plain file read, so a pass over a
+    pool larger than memory does not keep its pages mapped (and counted in RSS)."""
+    if isinstance(store, np.memmap) and getattr(store, "filename", None) and store.flags.c_contiguous:
+        row_bytes = store.shape[1] * store.itemsize
+        return np.fromfile(store.filename, dtype=store.dtype, count=(stop - start) * store.shape[1],
+                           offset=int(store.offset) + start * row_bytes).reshape(-1, store.shape[1])
+    return store[start:stop]
+
+
 def _chunks(store: np.ndarray, rows: np.ndarray | None = None):
     n = len(store) if rows is None else len(rows)
     for start in range(0, n, CHUNK_ROWS):
-        part = store[start:start + CHUNK_ROWS] if rows is None else store[np.sort(rows[start:start + CHUNK_ROWS])]
+        part = (_read_rows(store, start, min(n, start + CHUNK_ROWS)) if rows is None
+                else store[np.sort(rows[start:start + CHUNK_ROWS])])
         yield np.ascontiguousarray(part, dtype=np.float32)
 
 

@@ -1,0 +1,128 @@
+"""`speedbench curate`: choose a diverse split from your own prompts into a dataset folder."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+SELECTORS = ["greedy_swap", "greedy", "qp", "random"]
+INDEXES = ["flat", "ivf", "hnsw", "ivfpq", "pqfs"]
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "curate",
+        help="curate a diverse split from your own prompts (JSONL, parquet or a Hugging Face dataset)",
+        description=(
+            "Group prompts by a column, embed them, drop near-duplicates and choose --per-group prompts "
+            "per group for semantic diversity (Algorithm 1, as SPEED-Bench's Qualitative split), then write "
+            "them as config --config of the dataset folder --out (same schema, card and diversity report as "
+            "'speedbench build'); run it with 'speedbench run --dataset OUT --config NAME'."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("input", metavar="INPUT",
+                        help="a .jsonl / .parquet file, or a Hugging Face dataset (local folder or Hub id)")
+    parser.add_argument("--text-field", required=True, help="field holding the prompt: a string or a list of turns")
+    parser.add_argument("--group-by", required=True, help="field whose values become the categories")
+    parser.add_argument("--per-group", type=int, default=80, help="prompts chosen per group")
+    parser.add_argument("--config", required=True, help="config name to write (e.g. support_chats)")
+    parser.add_argument("--out", type=Path, required=True, help="dataset folder (other configs in it are kept)")
+    parser.add_argument("--id-field", default=None, help="field with a unique id per prompt (default: position)")
+    parser.add_argument("--sub-category-field", default=None, help="field for sub_category (default: the group)")
+    parser.add_argument("--language-field", default=None, help="field for language")
+    parser.add_argument("--difficulty-field", default=None, help="field for difficulty")
+    parser.add_argument("--hf-config", default=None, help="Hugging Face input: the dataset config")
+    parser.add_argument("--split", default="train", help="Hugging Face input: the split")
+    parser.add_argument("--source", default=None, help="value of the 'source' column (default: the input's name)")
+    parser.add_argument("--license", default="", help="value of the 'license' column")
+    parser.add_argument("--seed", type=int, default=0, help="seed for every random choice")
+    parser.add_argument("--selector", choices=SELECTORS, default="greedy_swap")
+    parser.add_argument("--index", choices=INDEXES, default="flat",
+                        help="search index of the selection: flat = exact; the others are approximate "
+                             "(for very large groups)")
+    parser.add_argument("--threads", type=int, default=1, help="search threads")
+    parser.add_argument("--dedup-threshold", type=float, default=0.95,
+                        help="drop prompts whose cosine similarity to an earlier one is at least this; 1 disables")
+    add_embedding_arguments(parser)
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.set_defaults(func=run)
+
+
+def add_embedding_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--embedder", choices=["use", "openai"], default="use",
+                        help="'use': the multilingual Universal Sentence Encoder (offline); 'openai': any "
+                             "OpenAI-compatible /v1/embeddings endpoint (key from OPENAI_API_KEY when set)")
+    parser.add_argument("--embedding-url", default=None,
+                        help="with --embedder openai: the endpoint's base URL (default: $OPENAI_BASE_URL or OpenAI's)")
+    parser.add_argument("--embedding-model", default=None,
+                        help="with --embedder openai: the model name (default text-embedding-3-large)")
+    parser.add_argument("--embedding-cache", type=Path, default=None,
+                        help="embedding cache folder; default: $SPEEDBENCH_CACHE/embeddings or ~/.cache/speedbench/embeddings")
+
+
+def make_embedder(args: argparse.Namespace):
+    from speedbench.dataset_builder.embeddings import get_embedder
+
+    if args.embedder == "openai":
+        kwargs = {"base_url": args.embedding_url}
+        if args.embedding_model:
+            kwargs["model"] = args.embedding_model
+        return get_embedder("openai", **kwargs)
+    return get_embedder(args.embedder)
+
+
+def embed_prompts(prompts, args: argparse.Namespace):
+    from speedbench.dataset_builder.embeddings import EmbeddingCache, embed_texts
+    from speedbench.dataset_builder.qualitative.pools import embedding_text
+    from speedbench.schema import DatasetRow
+
+    embedder = make_embedder(args)
+    # Embedded as the qualitative build embeds (long prompts cut to head and tail); the category is
+    # neutral so that no category-specific rule applies to a user's group names.
+    texts = [embedding_text(DatasetRow(category="curate", sub_category="", turns=list(p.turns), source="",
+                                       src_id=str(p.row))) for p in prompts]
+    cache = EmbeddingCache(args.embedding_cache)
+    try:
+        vectors, embedded = embed_texts(texts, embedder, cache, progress=not args.no_progress,
+                                        description="embedding")
+    finally:
+        cache.close()
+        if hasattr(embedder, "close"):
+            embedder.close()
+    return vectors, embedded, embedder.model_id
+
+
+def run(args: argparse.Namespace) -> int:
+    from speedbench.cli.build import summary
+    from speedbench.dataset_builder.curate import CurateOptions, check_config_name, curate
+    from speedbench.dataset_builder.curate_input import CurateInputError, InputSpec, check_group_sizes, read_prompts
+    from speedbench.dataset_builder.writer import write_dataset
+
+    spec = InputSpec(path=args.input, text_field=args.text_field, group_by=args.group_by, id_field=args.id_field,
+                     sub_category_field=args.sub_category_field, language_field=args.language_field,
+                     difficulty_field=args.difficulty_field, hf_config=args.hf_config, split=args.split)
+    options = CurateOptions(name=args.config, per_group=args.per_group, seed=args.seed, selector=args.selector,
+                            index=args.index, threads=args.threads, dedup_threshold=args.dedup_threshold,
+                            source=args.source or Path(args.input.rstrip("/")).stem, license=args.license)
+    try:
+        if args.per_group < 2:
+            raise CurateInputError(f"--per-group {args.per_group}: choose at least 2 prompts per group")
+        check_config_name(args.config)
+        prompts = read_prompts(spec)
+        check_group_sizes(spec, prompts, args.per_group)
+        vectors, embedded, embedder_id = embed_prompts(prompts, args)
+        built = curate(spec, prompts, vectors, options, args.out, embedder_id)
+    except (CurateInputError, FileNotFoundError) as error:
+        print(f"speedbench curate: {error}", file=sys.stderr)
+        return 1
+    except RuntimeError as error:   # the embedding endpoint failed after its retries
+        print(f"speedbench curate: embedding failed: {error}", file=sys.stderr)
+        return 1
+    built.stats["texts_embedded_this_run"] = embedded
+    write_dataset(args.out, [built], {"seed": args.seed, "command": "curate", "config": args.config,
+                                      "sources": str(Path(args.input).resolve().parent),
+                                      "options": {k: v for k, v in vars(args).items() if k != "func"}})
+    print(summary(args.out, [built]))
+    print(f"embedded {embedded} of {len(prompts)} texts (the rest came from the cache)")
+    return 0
