@@ -156,7 +156,8 @@ def _gunzip(data: bytes, cap: int) -> bytearray:
             if not chunk:
                 raise BundleRejected("archive is truncated or corrupt (tar.gz): the gzip stream ends before its trailer",
                                      rule="archive.truncated")
-            out += inflater.decompress(chunk, cap + 1 - len(out))
+            # at most one step of output per call: a large bytes object next to the buffer would double the peak
+            out += inflater.decompress(chunk, min(step, cap + 1 - len(out)))
             if len(out) > cap:
                 raise BundleRejected(f"bundle unpacks to more than {cap // MiB} MiB", rule="archive.unpacked_size")
     except zlib.error as exc:
