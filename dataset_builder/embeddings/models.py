@@ -6,14 +6,13 @@ is the multilingual Universal Sentence Encoder from the ``fast-universal-sentenc
 """
 from __future__ import annotations
 
-import json
 import os
-import urllib.request
 from typing import Protocol
 
 import numpy as np
 
 from speedbench.dataset_builder.embeddings.cache import EmbeddingCache, content_key
+from speedbench.dataset_builder.embeddings.service import OpenAIEmbedder  # noqa: F401 (the registry's name)
 
 BATCH = 64
 
@@ -39,36 +38,11 @@ class UseEmbedder:
         return np.asarray(self._model.encode(list(texts)), dtype=np.float32)
 
 
-class OpenAIEmbedder:
-    """OpenAI ``/v1/embeddings`` over HTTPS with the standard library (``OPENAI_API_KEY``, ``OPENAI_BASE_URL``)."""
-
-    def __init__(self, model: str = "text-embedding-3-large", api_key: str | None = None,
-                 base_url: str | None = None, timeout: float = 120.0):
-        self.api_key = api_key or os.environ.get("OPENAI_API_KEY")
-        if not self.api_key:
-            raise ValueError("the openai embedder needs OPENAI_API_KEY (or use --embedder use, which works offline)")
-        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1").rstrip("/")
-        self.model = model
-        self.model_id = f"openai/{model}"
-        self.timeout = timeout
-
-    def encode(self, texts: list[str]) -> np.ndarray:
-        body = json.dumps({"model": self.model, "input": list(texts), "encoding_format": "float"}).encode()
-        request = urllib.request.Request(f"{self.base_url}/embeddings", data=body, method="POST", headers={
-            "Authorization": f"Bearer {self.api_key}", "Content-Type": "application/json"})
-        with urllib.request.urlopen(request, timeout=self.timeout) as response:
-            payload = json.loads(response.read())
-        data = sorted(payload["data"], key=lambda item: item["index"])
-        if len(data) != len(texts):
-            raise ValueError(f"{self.base_url}/embeddings returned {len(data)} vectors for {len(texts)} texts")
-        return np.asarray([item["embedding"] for item in data], dtype=np.float32)
-
-
 def get_embedder(name: str, **kwargs) -> Embedder:
     if name == "use":
         return UseEmbedder(**kwargs)
     if name == "openai":
-        return OpenAIEmbedder(**kwargs)
+        return OpenAIEmbedder(**kwargs)   # any OpenAI-compatible endpoint, through the openai SDK (service.py)
     raise ValueError(f"unknown embedder {name!r}; choose 'use' or 'openai'")
 
 
