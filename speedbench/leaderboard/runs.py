@@ -138,7 +138,12 @@ def read_run(path: str, role: str, files: dict, draft_length: int, *, limits: Ar
     for name in (manifest_name, records_name):
         if name not in files:
             raise BundleRejected(f"bundle: run {shown(path)} has no {name.rsplit('/', 1)[1]}", rule="run.missing_file")
-    manifest = parse_manifest(_json_member(files, manifest_name, caps), manifest_name)
+    try:
+        manifest = parse_manifest(_json_member(files, manifest_name, caps), manifest_name)
+    except BundleRejected as exc:
+        if exc.rule:
+            raise
+        raise BundleRejected(str(exc), rule="manifest.schema") from None
     if results_name in files:  # kept, never trusted; but it must still be clean JSON
         loads_strict(_json_member(files, results_name, caps), results_name)
     k = draft_length if role == "sd" else 0

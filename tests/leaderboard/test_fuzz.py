@@ -104,3 +104,14 @@ def test_surrogate_escapes_anywhere(escape):
         loads_strict(f'{{"a": [1, {{"b": "x{escape}"}}]}}', "x.json")
     assert caught.value.rule in ("json.surrogate", "json.invalid")
     assert loads_strict('{"a": "\\ud83d\\ude00"}', "x.json") == {"a": "\U0001F600"}  # a proper pair is fine
+
+
+@FUZZ
+@given(field=st.sampled_from(["engine", "dataset_config", "dataset_config_sha256", "options", "num_rows", "model_id"]),
+       value=JSON)
+def test_any_manifest_value(field, value, valid_bundle, known_builds, bundles):
+    files = bundles.unpack(valid_bundle)
+    name = bundles.member(files, "qual", "manifest.json")
+    manifest = json.loads(files[name])
+    manifest[field] = value
+    outcome(bundles.repack({**files, name: json.dumps(manifest).encode()}), known_builds)
