@@ -189,7 +189,8 @@ def execute_run(options: RunOptions, log=print) -> dict:
     tokenize_first_turns(conversations, tokenizer, options.prompt_mode)
 
     description, snapshot = run_event_loop(_describe_and_scrape(adapter, True))
-    for warning in counter_warnings(options.engine, adapter.metrics_path, snapshot):
+    baseline = options.draft_length == 0  # told there is no speculation: no source to miss
+    for warning in [] if baseline else counter_warnings(options.engine, adapter.metrics_path, snapshot):
         log(f"warning: {warning}")
     _write_manifest(options, out, description, conversations, tokenizer)
 
@@ -218,7 +219,7 @@ def execute_run(options: RunOptions, log=print) -> dict:
             _run_warmup(options, settings, adapter, point, concurrency, rate, conversations, done)
             _measure_point(options, settings, adapter, point, concurrency, rate, conversations, done,
                            resumed=len(missing) < len(keys), progress=progress)
-            if not stats_checked:  # once, from the first phase that produced responses
+            if not stats_checked and not baseline:  # once, from the first phase that produced responses
                 stats_checked = True
                 for warning in request_stats_warnings(options.engine, [
                         r for r in read_records(records_path) if r.run_point == point]):

@@ -2,7 +2,9 @@
 
 - counters vs engine: the same quantities summed (drafted steps, drafted tokens, accepted
   tokens); engines count drafts accepted past ``max_tokens`` in both, so they match exactly on a
-  clean run (vLLM 0.32.0: every client run agreed exactly);
+  clean run (vLLM 0.32.0: every client run agreed exactly). SGLang's counters give accepted
+  drafts only as generation tokens - verify steps - requests, i.e. emitted ones: compared with
+  the engine's sum less its drafts accepted past ``max_tokens``;
 - chunks vs engine: decode steps. Chunks can only merge steps, never split them, so fewer chunk
   steps than engine decode steps means merged chunks (reported as ``merged_steps``, engine
   primary), and only *more* chunk steps than the engine counted is a disagreement. The engine's
@@ -53,9 +55,11 @@ def counter_summary(engine: str, entry: dict | None, num_requests: int) -> dict 
         steps = int(counters.verify_steps)
         accepted = max(0, int(counters.generation_tokens) - steps - num_requests)
         al = float(acceptance_length_from_counts(steps, accepted))
+        # Derived from emitted tokens, these accepted drafts exclude any accepted past max_tokens.
         result.update(acceptance_length=al, acceptance_length_drafted=al, num_steps=steps,
                       num_drafted_steps=steps, num_decode_steps=steps, num_accepted_tokens=accepted,
                       tokens_per_decode_step=al if steps else None, step_kind="drafted",
+                      accepted_excludes_past_max_tokens=True,
                       al_definition="1 + (generation tokens - verify steps - requests) / verify steps")
     elif counters.draft_tokens is not None and counters.accepted_tokens is not None:
         result["mean_acceptance_rate"] = (counters.accepted_tokens / counters.draft_tokens
@@ -104,8 +108,11 @@ def compare_sources(acc: RecordAcceptance, counters: dict | None, records, toler
                          f"(> {100 * tolerance:.1f}%)")
 
     if counters is not None and counters.get("complete") and engine is not None and cov.complete:
-        check("counters_num_accepted_tokens", counters.get("num_accepted_tokens"), cov.num_accepted_tokens,
-              "accepted tokens from counters vs the engine's per-request sum")
+        emitted_only = counters.get("accepted_excludes_past_max_tokens")
+        check("counters_num_accepted_tokens", counters.get("num_accepted_tokens"),
+              cov.num_accepted_tokens - (cov.num_accepted_past_max_tokens if emitted_only else 0),
+              "accepted tokens from counters vs the engine's per-request sum"
+              + (" (emitted only)" if emitted_only else ""))
         check("counters_num_draft_tokens", counters.get("num_draft_tokens"), cov.num_draft_tokens,
               "drafted tokens from counters vs the engine's per-request sum")
         check("counters_num_drafted_steps", counters.get("num_drafted_steps"), cov.num_drafted_steps,

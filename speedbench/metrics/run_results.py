@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from speedbench.consistency import check_record
 from speedbench.metrics.agreement import compare_sources, counter_summary
 from speedbench.metrics.latency import achieved_concurrency, summarize_latency, timings_from_lists
 from speedbench.metrics.record_acceptance import RecordAcceptance, record_acceptance
@@ -45,6 +46,8 @@ class PointResult:
     latency: dict | None
     totals: dict[str, int]
     flags: list[str] = field(default_factory=list)
+    # Record rules broken (speedbench.consistency, the rules the leaderboard applies): count per rule.
+    consistency: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -107,6 +110,20 @@ def _totals(ok: list[TurnRecord], measured: list[TurnRecord], acc: RecordAccepta
             "engine_drafted_steps": (cov.num_drafted_steps or 0) if cov else 0}
 
 
+def _consistency(records: list[TurnRecord], draft_length: int | None) -> tuple[dict[str, int], list[str]]:
+    """The shared record rules on the successful records (skipped while K is unknown)."""
+    if draft_length is None:
+        return {}, []
+    counts: Counter = Counter()
+    examples: dict[str, str] = {}
+    for record in records:
+        for violation in check_record(record, draft_length):
+            counts[violation.rule] += 1
+            examples.setdefault(violation.rule, str(violation))
+    flags = [f"consistency: {n} request(s) break rule {rule}, e.g. {examples[rule]}" for rule, n in sorted(counts.items())]
+    return dict(counts), flags
+
+
 def analyse_point(point: str, records: list[TurnRecord], engine: str, counter_entry: dict | None,
                   tolerance: float, num_resamples: int, draft_length: int | None = None) -> PointResult:
     """Every figure of one load point (warmup and failed requests left out of the figures)."""
@@ -122,6 +139,7 @@ def analyse_point(point: str, records: list[TurnRecord], engine: str, counter_en
     sources, flags = _sources(acc, counters)
     agreement, agreement_flags = compare_sources(acc, counters, ok, tolerance)
     latency, slot_occupancy = _latency(ok)
+    consistency, consistency_flags = _consistency(ok, acc.draft_length if draft_length is None else draft_length)
     errors = Counter(r.error_kind for r in measured if not r.ok)
     first = measured[0] if measured else None
     return PointResult(
@@ -136,7 +154,8 @@ def analyse_point(point: str, records: list[TurnRecord], engine: str, counter_en
         draft_length_given=draft_length is not None,
         primary_acceptance_source=acc.primary_name or ("counters" if counters else None),
         acceptance=sources, agreement=agreement, latency=latency.to_dict() if latency else None,
-        totals=_totals(ok, measured, acc), flags=acc.flags + flags + agreement_flags)
+        totals=_totals(ok, measured, acc), flags=acc.flags + flags + agreement_flags + consistency_flags,
+        consistency=consistency)
 
 
 def read_counter_points(path: Path) -> dict[str, dict]:

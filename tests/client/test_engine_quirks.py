@@ -88,6 +88,9 @@ def test_sglang_k_comes_from_the_server_not_the_growing_histogram(tmp_path, mode
     assert engine["num_draft_tokens"] == 3 * steps
     assert engine["mean_acceptance_rate"] == pytest.approx(sum(sum(t["accepted"]) for t in truth) / (3 * steps))
     assert not [f for f in point["flags"] if f.startswith("merged_chunks")], point["flags"]
+    # its counters know only emitted tokens: compared without the drafts accepted past max_tokens
+    assert point["agreement"]["relative_difference"]["counters_num_accepted_tokens"] == 0
+    assert not _disagreements(point), point["flags"]
 
 
 def test_sglang_older_field_names(tmp_path, models_dir):

@@ -81,3 +81,38 @@ def test_chunk_figures_are_per_decode_step():
     summary = summarize_acceptance(table, num_resamples=0)
     assert summary.step_kind == "decode" and summary.acceptance_length_drafted is None
     assert summary.tokens_per_decode_step == pytest.approx(9 / 3) == summary.acceptance_length
+
+
+def _v1_record(source: str, verify_steps: int, accepted: int, output_tokens: int, histogram=None):
+    """A record as format version 1 wrote it: no decode_steps / drafted_steps fields."""
+    from speedbench.records import TurnRecord
+
+    data = {"record_key": "c1/q/0", "run_point": "c1", "load_shape": "closed", "requested_concurrency": 1,
+            "request_rate": None, "question_id": "q", "category": "writing", "sub_category": "", "turn_index": 0,
+            "num_turns": 1, "warmup": False, "worker": 0, "prompt_tokens": 5, "prompt_sha256": "0" * 64,
+            "scheduled_ns": 0, "send_ns": 0, "end_ns": 1, "started_unix_s": 0.0, "output_tokens": output_tokens,
+            "engine_stats": {"source": source, "verify_steps": verify_steps, "accepted_tokens": accepted,
+                             "draft_tokens": 3 * verify_steps, "acceptance_histogram": histogram, "exact": True,
+                             "raw": {}}, "format_version": 1, "a_field_from_the_future": 1}
+    return TurnRecord.from_dict(data)
+
+
+def test_format_1_records_are_read_with_the_step_definitions():
+    from speedbench.metrics.steps import record_steps
+
+    # vLLM wrote num_spec_steps (drafted steps) as verify_steps: 12 drafted, 36 accepted, 48 tokens
+    steps = record_steps(_v1_record("vllm.metrics", 12, 36, 48, [0, 0, 0, 12]))
+    assert (steps.drafted_steps, steps.decode_steps, steps.accepted_past_max_tokens) == (12, 12, 1)
+    # llama.cpp wrote decode steps as verify_steps (tokens - accepted - 1)
+    steps = record_steps(_v1_record("llamacpp.timings", 102, 297, 400))
+    assert (steps.drafted_steps, steps.decode_steps) == (None, 102)
+
+
+def test_standin_chunking_merges_steps_after_a_stall():
+    from speedbench.client.testing.standin_sim import Simulation, chunk_groups
+
+    sizes = [1, 2, 1, 3, 1, 2, 2]
+    # every 3rd decode chunk arrives 0.3 s late holding 2 steps
+    groups = chunk_groups(Simulation(stall_every=3, stall_steps=2, stall_s=0.3), sizes)
+    assert groups == [([1], 0.0), ([2], 0.0), ([1], 0.0), ([3, 1], 0.3), ([2], 0.0), ([2], 0.0)]
+    assert chunk_groups(Simulation(coalesce=2), sizes) == [([1], 0.0), ([2, 1], 0.0), ([3, 1], 0.0), ([2, 2], 0.0)]
