@@ -2,7 +2,8 @@
 
 One block per load point: a line with throughput, achieved vs requested concurrency, errors and
 flags, then one row per category with the acceptance length (primary source, step-weighted,
-95% bootstrap CI), TTFT / step latency / TPOT p50 and p99 (ms), and user TPS p50.
+95% bootstrap CI, over the steps that source counts), the tokens per decode step (what
+Appendix G's speedup uses), TTFT / step latency / TPOT p50 and p99 (ms), and user TPS p50.
 """
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ def _num(value, fmt: str = "{:.2f}") -> str:
 def format_summary(results: dict) -> str:
     lines = [f"engine {results.get('engine')} | model {results.get('model_id')} | "
              f"{results.get('engine_version')} | config {results.get('dataset_config')}"]
-    header = (f"{'category':<16} {'AL':>6} {'AL 95% CI':>15} {'TTFT p50/p99 ms':>17} {'step p50/p99 ms':>17} "
+    header = (f"{'category':<16} {'AL':>6} {'AL 95% CI':>15} {'tok/step':>8} {'TTFT p50/p99 ms':>17} "
+              f"{'step p50/p99 ms':>17} "
               f"{'TPOT p50/p99 ms':>17} {'user TPS p50':>12}")
     for point in results.get("points", []):
         latency = point.get("latency") or {}
@@ -42,6 +44,7 @@ def format_summary(results: dict) -> str:
             ci_text = f"[{ci[0]:.2f}, {ci[1]:.2f}]" if ci and None not in ci else "-"
             lines.append(
                 f"{name[:16]:<16} {_num(acc.get('acceptance_length')):>6} {ci_text:>15} "
+                f"{_num(acc.get('tokens_per_decode_step')):>8} "
                 f"{_ms(lat.get('ttft'), 'p50') + '/' + _ms(lat.get('ttft'), 'p99'):>17} "
                 f"{_ms(lat.get('step_latency'), 'p50') + '/' + _ms(lat.get('step_latency'), 'p99'):>17} "
                 f"{_ms(lat.get('tpot'), 'p50') + '/' + _ms(lat.get('tpot'), 'p99'):>17} "

@@ -142,6 +142,41 @@ def _finish_table(table: RequestAcceptance, rules: TrimRules | None) -> RequestA
     return table
 
 
+def _resolve_draft_length(draft_length, steps: Ragged, notes: list[str]) -> int:
+    if draft_length is None:
+        k = infer_draft_length(steps.values)
+        notes.append(f"draft_length inferred as {k} (max step size - 1)")
+        return k
+    k = int(as_count_array(draft_length, "draft_length")[0])
+    if k < 1:
+        raise MetricInputError(f"draft_length: must be >= 1, got {k}")
+    return k
+
+
+def _merged_mask(steps: Ragged, draft_length: int, stalled: np.ndarray, report: TrimReport, rules: TrimRules,
+                 notes: list[str]) -> np.ndarray:
+    """Steps that are several steps merged: larger than K+1, or after a stall; counted and warned."""
+    merged = detect_merged_chunks(steps, draft_length)
+    report.num_stalled_chunks = int((stalled & ~merged).sum())
+    merged = merged | stalled
+    if merged.any():
+        rows = np.unique(steps.row_index()[merged])
+        report.num_merged_chunks = int(merged.sum())
+        report.merged_chunk_share = float(merged.mean())
+        report.merged_chunk_rows = rows[:100].tolist()
+        message = (
+            f"{report.num_merged_chunks} merged chunk(s) ({report.num_merged_chunks - report.num_stalled_chunks} "
+            f"larger than K+1 = {draft_length + 1} tokens, {report.num_stalled_chunks} after a stall) in "
+            f"{rows.size} stream(s) (first rows: {rows[:5].tolist()}): several steps each, not one; "
+            "excluded from the histogram"
+        )
+        if rules.merged_chunks == "raise":
+            raise MetricInputError("step_sizes: " + message)
+        warnings.warn(message, AcceptanceWarning, stacklevel=3)
+        notes.append(message)
+    return merged
+
+
 def requests_from_step_sizes(
     step_sizes,
     *,
@@ -168,31 +203,8 @@ def requests_from_step_sizes(
     stalled = stalled[report._keep]
     notes: list[str] = []
     inferred = draft_length is None
-    if inferred:
-        draft_length = infer_draft_length(steps.values)
-        notes.append(f"draft_length inferred as {draft_length} (max step size - 1)")
-    else:
-        draft_length = int(as_count_array(draft_length, "draft_length")[0])
-        if draft_length < 1:
-            raise MetricInputError(f"draft_length: must be >= 1, got {draft_length}")
-    merged = detect_merged_chunks(steps, draft_length)
-    report.num_stalled_chunks = int((stalled & ~merged).sum())
-    merged = merged | stalled
-    if merged.any():
-        rows = np.unique(steps.row_index()[merged])
-        report.num_merged_chunks = int(merged.sum())
-        report.merged_chunk_share = float(merged.mean())
-        report.merged_chunk_rows = rows[:100].tolist()
-        message = (
-            f"{report.num_merged_chunks} merged chunk(s) ({report.num_merged_chunks - report.num_stalled_chunks} "
-            f"larger than K+1 = {draft_length + 1} tokens, {report.num_stalled_chunks} after a stall) in "
-            f"{rows.size} stream(s) (first rows: {rows[:5].tolist()}): several steps each, not one; "
-            "excluded from the histogram"
-        )
-        if rules.merged_chunks == "raise":
-            raise MetricInputError("step_sizes: " + message)
-        warnings.warn(message, AcceptanceWarning, stacklevel=2)
-        notes.append(message)
+    draft_length = _resolve_draft_length(draft_length, steps, notes)
+    merged = _merged_mask(steps, draft_length, stalled, report, rules, notes)
     histograms = histograms_from_steps(steps, draft_length, valid=~merged)
     step_counts = histograms.sum(axis=1)
     accepted = histograms @ np.arange(draft_length + 1)
