@@ -5,7 +5,10 @@ decoding step of the baseline (1 token per step), ``t_sd`` the mean time of one
 verification step with speculation (AL tokens per step on average), both measured at the
 same input length and concurrency (e.g. on the Throughput split), and ``AL`` measured on
 the target domain (e.g. on the Qualitative split). System cost and domain acceptance are
-thereby measured separately.
+thereby measured separately. Since ``t_sd`` is the mean over *all* decode steps, drafted or
+not, ``AL`` here is the tokens per decode step (``speedbench.metrics.steps``:
+``tokens_per_decode_step``); the AL over drafted steps (vLLM's ``mean_acceptance_length``)
+overstates it whenever only some steps draft (n-gram speculation).
 
 Measured: from a paired baseline run and SD run on the same prompts,
 ``output_tps_sd / output_tps_ar`` and the per-request latency ratio
@@ -37,7 +40,7 @@ def _positive_mean(values, field: str) -> float:
 
 
 def appendix_g_speedup(t_ar: float, t_sd: float, acceptance_length: float) -> float:
-    """``S = t_ar * AL / t_sd`` (Appendix G) from mean step times and an acceptance length."""
+    """``S = t_ar * AL / t_sd`` (Appendix G) from mean step times and the tokens per decode step."""
     if t_ar <= 0 or t_sd <= 0:
         raise MetricInputError(f"t_ar and t_sd must be > 0 (got {t_ar}, {t_sd})")
     if not acceptance_length >= 1:
