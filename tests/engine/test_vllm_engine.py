@@ -108,3 +108,39 @@ def test_serve_vllm_prints_url_and_dies_with_its_parent(models_dir, tmp_path):
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+_TRANSFORMERS_LOGITS = r"""
+import json, sys
+import torch
+from transformers import LlamaForCausalLM
+model = LlamaForCausalLM.from_pretrained(sys.argv[1], dtype=torch.float32).eval()
+tokens = json.loads(sys.argv[2])
+with torch.no_grad():
+    logits = model(torch.tensor([tokens])).logits[0]
+print(json.dumps(logits.tolist()))
+"""
+
+
+def test_transformers_reads_the_converted_folder_as_the_original_model(models_dir, tmp_path, np_llama):
+    """A third, independent implementation: Hugging Face transformers (in .venv-vllm) on the folder."""
+    from speedbench.engine.hf_llama import convert
+    from speedbench.engine.llama2c import read_checkpoint
+    from speedbench.engine.vllm import vllm_python
+
+    try:
+        python = vllm_python()
+    except FileNotFoundError as error:
+        pytest.fail(f"{error}; or deselect these tests with -m 'not vllm'", pytrace=False)
+    import numpy as np
+
+    folder = convert(models_dir / "stories260K.bin", models_dir, tmp_path / "hf")
+    tokens = [1, 403, 407, 261, 378] + [int(t) for t in np.random.default_rng(2).integers(3, 512, 40)]
+    env = {**os.environ, "HF_HOME": str(tmp_path / "hf_home"), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    done = subprocess.run([str(python), "-c", _TRANSFORMERS_LOGITS, str(folder), json.dumps(tokens)], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    theirs = np.array(json.loads(done.stdout.strip().splitlines()[-1]))
+    original = np_llama.llama2c_logits(read_checkpoint(models_dir / "stories260K.bin").weights, 8, 4, tokens)
+    np.testing.assert_allclose(theirs, original, rtol=0, atol=1e-4)
