@@ -30,6 +30,7 @@ from speedbench.metrics.acceptance_tables import (
 )
 from speedbench.metrics.acceptance_trimming import AcceptanceWarning, TrimRules
 from speedbench.metrics.steps import StepCounts, record_steps
+from speedbench.metrics.validation import MetricInputError
 
 
 @dataclass
@@ -63,7 +64,8 @@ def engine_table(records, draft_length: int | None = None) -> tuple[RequestAccep
     rows = [r for r, _ in pairs]
     counts: list[StepCounts] = [s for _, s in pairs]
     histograms = [r.engine_stats.acceptance_histogram for r in rows]
-    k = draft_length or next((r.engine_stats.draft_length for r in rows if r.engine_stats.draft_length), None)
+    # The engine's own K describes its statistics best; the given K otherwise (SGLang, TRT-LLM).
+    k = next((r.engine_stats.draft_length for r in rows if r.engine_stats.draft_length), None) or draft_length
     decode = dict(decode_steps=[c.decode_steps for c in counts], decode_tokens=[c.decode_tokens for c in counts])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", AcceptanceWarning)
@@ -153,7 +155,11 @@ def record_acceptance(records, draft_length: int | None, num_resamples: int, see
     if draft_length is None and chunk is not None:
         draft_length = chunk.draft_length
         flags.append(f"draft_length_inferred: K = {draft_length} from the largest chunk (pass --draft-length)")
-    engine = engine_table(records, draft_length)
+    try:
+        engine = engine_table(records, draft_length)
+    except MetricInputError as error:  # statistics that contradict themselves or K: not a source
+        engine = None
+        flags.append(f"engine_stats_invalid: the engine's per-request statistics were not used ({error})")
     raw = chunk_table(records, draft_length, TrimRules(last_chunk="keep")) if untrimmed else None
     return RecordAcceptance(
         engine=None if engine is None else summarize_acceptance(engine[0], num_resamples=num_resamples, seed=seed),

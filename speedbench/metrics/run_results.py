@@ -136,6 +136,9 @@ def analyse_point(point: str, records: list[TurnRecord], engine: str, counter_en
     if k is None and counters and counters.get("draft_length"):
         k = counters["draft_length"]
     acc = record_acceptance(ok, k, num_resamples)
+    engine_k = next((r.engine_stats.draft_length for r in ok if r.engine_stats and r.engine_stats.draft_length), None)
+    mismatch = ([f"draft_length_mismatch: --draft-length {draft_length} but the engine reports K = {engine_k}"]
+                if draft_length and engine_k and draft_length != engine_k else [])
     sources, flags = _sources(acc, counters)
     agreement, agreement_flags = compare_sources(acc, counters, ok, tolerance)
     latency, slot_occupancy = _latency(ok)
@@ -154,7 +157,8 @@ def analyse_point(point: str, records: list[TurnRecord], engine: str, counter_en
         draft_length_given=draft_length is not None,
         primary_acceptance_source=acc.primary_name or ("counters" if counters else None),
         acceptance=sources, agreement=agreement, latency=latency.to_dict() if latency else None,
-        totals=_totals(ok, measured, acc), flags=acc.flags + flags + agreement_flags + consistency_flags,
+        totals=_totals(ok, measured, acc),
+        flags=acc.flags + mismatch + flags + agreement_flags + consistency_flags,
         consistency=consistency)
 
 

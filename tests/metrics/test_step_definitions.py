@@ -116,3 +116,14 @@ def test_standin_chunking_merges_steps_after_a_stall():
     groups = chunk_groups(Simulation(stall_every=3, stall_steps=2, stall_s=0.3), sizes)
     assert groups == [([1], 0.0), ([2], 0.0), ([1], 0.0), ([3, 1], 0.3), ([2], 0.0), ([2], 0.0)]
     assert chunk_groups(Simulation(coalesce=2), sizes) == [([1], 0.0), ([2, 1], 0.0), ([3, 1], 0.0), ([2, 2], 0.0)]
+
+
+def test_self_contradicting_engine_statistics_are_flagged_not_fatal():
+    import dataclasses
+
+    from speedbench.metrics.record_acceptance import record_acceptance
+
+    record = _v1_record("vllm.metrics", 12, 36, 48, [0, 0, 0, 12])
+    record = dataclasses.replace(record, engine_stats=dataclasses.replace(record.engine_stats, draft_length=2))
+    acc = record_acceptance([record], 2, num_resamples=0, untrimmed=False)  # 4 bins but K = 2
+    assert acc.engine is None and acc.flags[0].startswith("engine_stats_invalid")
