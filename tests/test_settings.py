@@ -13,7 +13,7 @@ def test_engine_subsets_are_engines():
 def test_build_options_from_a_mapping():
     options = BuildOptions.from_mapping({"per_tier": 3, "allow_short": True, "dedup_threshold": 1, "pool_cap": None})
     assert (options.per_tier, options.allow_short, options.dedup_threshold) == (3, True, 1.0)
-    assert options.pool_cap == BUILD_DEFAULTS.pool_cap == 600  # None means the default
+    assert options.pool_cap == BUILD_DEFAULTS.pool_cap == 0  # None means the default
     assert BuildOptions.from_mapping({}) == BUILD_DEFAULTS
 
 
