@@ -36,6 +36,7 @@ there, prompt token counts fit the throughput bucket, and the step sizes are not
 """
 from __future__ import annotations
 
+import operator
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -101,7 +102,8 @@ def _time_order(r, v: list[Violation]) -> None:
     times = list(r.chunk_ns)
     if times and times[0] < r.send_ns:
         v.append(Violation("time.order", key, "chunk_ns[0]", "first chunk arrives before the request was sent"))
-    back = next((i for i in range(1, len(times)) if times[i] < times[i - 1]), None)
+    in_order = all(map(operator.le, times, times[1:]))  # in C: records have thousands of chunks
+    back = None if in_order else next(i for i in range(1, len(times)) if times[i] < times[i - 1])
     if back is not None:
         v.append(Violation("time.order", key, f"chunk_ns[{back}]", "chunk times go backwards"))
     if r.end_ns < (times[-1] if times else r.send_ns):
@@ -135,14 +137,14 @@ def _chunks(r, k: int, b: PhysicalBounds, v: list[Violation]) -> None:
     if len(tokens) != len(r.chunk_ns):
         v.append(Violation("chunks.lengths", key, "chunk_tokens", "chunk_tokens and chunk_ns differ in length"))
         return
-    if any(t < 0 for t in tokens):
+    if tokens and min(tokens) < 0:
         v.append(Violation("chunks.negative", key, "chunk_tokens", "negative token count"))
         return
     total = sum(tokens)
     if abs(total - r.output_tokens) > b.chunk_sum_tolerance:
         v.append(Violation("chunks.sum", key, "output_tokens",
                            f"chunks add up to {total} tokens but output_tokens is {r.output_tokens}"))
-    if r.chunks_are_steps and tokens:
+    if r.chunks_are_steps and tokens and (tokens[0] > k + 2 or max(tokens) > k + 1):
         big = next((i for i, t in enumerate(tokens) if t > (k + 2 if i == 0 else k + 1)), None)
         if big is not None:
             v.append(Violation("baseline.drafted" if k == 0 else "chunks.step_size", key, f"chunk_tokens[{big}]",
@@ -210,7 +212,8 @@ def _identity(r, k: int, decode_steps, drafted_steps, accepted: int, v: list[Vio
                                f"1 + {decode_steps} steps + {accepted} accepted = {1 + decode_steps + accepted} "
                                f"tokens, output_tokens is {out} (at most K = {k} accepted past max_tokens)"))
         if r.chunks_are_steps:
-            chunk_steps = sum(1 for t in list(r.chunk_tokens)[1:] if t > 0)
+            rest = list(r.chunk_tokens)[1:]
+            chunk_steps = len(rest) - rest.count(0)
             if chunk_steps > decode_steps + 1:
                 v.append(Violation("stats.chunks_disagree", key, "chunk_tokens",
                                    f"{chunk_steps} streamed steps but the engine counted {decode_steps} decode steps"))
@@ -292,7 +295,7 @@ def check_acceptance_plausible(records: Iterable, draft_length: int, min_steps: 
             continue
         middle = list(r.chunk_tokens)[1:-1]
         steps += len(middle)
-        perfect += sum(1 for t in middle if t == draft_length + 1)
+        perfect += middle.count(draft_length + 1)
         first = first or r.record_key
     if draft_length and steps >= min_steps and perfect == steps:
         return [Violation("acceptance.perfect", first, "chunk_tokens",

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
+
+import numpy as np
 
 from speedbench.leaderboard.records_adapter import RunData
 
@@ -25,26 +28,44 @@ def _stats(record) -> list | None:
             getattr(s, "decode_steps", None), getattr(s, "drafted_steps", None)]
 
 
-def _record_form(record, with_times: bool) -> list:
+def _record_lines(record) -> tuple[str, str]:
+    """(canonical line with times, without times) of one request-turn."""
     form = [record.run_point, record.question_id, record.turn_index, record.num_turns, record.prompt_tokens,
             record.output_tokens, list(record.chunk_tokens), record.finish_reason, _stats(record)]
-    if with_times:
-        start = record.scheduled_ns
-        form += [record.send_ns - start, record.end_ns - start, [t - start for t in record.chunk_ns]]
-    return form
+    start = record.scheduled_ns
+    times = [record.send_ns - start, record.end_ns - start,
+             (np.asarray(record.chunk_ns, dtype=np.int64) - start).tolist()]
+    plain = json.dumps(form, separators=(",", ":"))
+    return plain[:-1] + "," + json.dumps(times, separators=(",", ":"))[1:], plain
 
 
-def run_digest(run: RunData, with_times: bool = True, with_role: bool = True) -> str:
-    """sha256 of one run's canonical form (``with_role=False``: to spot a baseline that is an SD run)."""
-    lines = sorted(json.dumps(_record_form(r, with_times), separators=(",", ":")) for r in run.records)
-    head = json.dumps([run.role if with_role else None, run.manifest.engine, run.manifest.dataset_config, run.manifest.dataset_config_sha256,
-                       run.num_errors, run.num_warmup], separators=(",", ":"))
-    digest = hashlib.sha256(head.encode("utf-8"))
+@dataclass(frozen=True)
+class RunDigests:
+    """One run's digests: with times (duplicates), without times (same token streams), and
+    with times but without its role (a baseline that is an SD run)."""
+
+    timed: str
+    tokens: str
+    roleless: str
+
+
+def _digest(head: list, lines: list[str]) -> str:
+    digest = hashlib.sha256(json.dumps(head, separators=(",", ":")).encode("utf-8"))
     for line in lines:
         digest.update(b"\n" + line.encode("utf-8"))
     return digest.hexdigest()
 
 
-def measurement_digest(runs: list[RunData], with_times: bool = True) -> str:
+def run_digests(run: RunData) -> RunDigests:
+    pairs = [_record_lines(r) for r in run.records]
+    timed, plain = sorted(p[0] for p in pairs), sorted(p[1] for p in pairs)
+    tail = [run.manifest.engine, run.manifest.dataset_config, run.manifest.dataset_config_sha256, run.num_errors,
+            run.num_warmup]
+    return RunDigests(timed=_digest([run.role, *tail], timed), tokens=_digest([run.role, *tail], plain),
+                      roleless=_digest([None, *tail], timed))
+
+
+def measurement_digest(digests: list[RunDigests], with_times: bool = True) -> str:
     """sha256 over the sorted run digests: the same measurement gives the same digest however packed."""
-    return hashlib.sha256("\n".join(sorted(run_digest(r, with_times) for r in runs)).encode("ascii")).hexdigest()
+    parts = sorted(d.timed if with_times else d.tokens for d in digests)
+    return hashlib.sha256("\n".join(parts).encode("ascii")).hexdigest()

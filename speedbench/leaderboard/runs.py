@@ -62,7 +62,7 @@ def check_record_types(data, where: str) -> None:
             _reject(f"is negative ({data[name]}); times and counts must be >= 0", where, name, "record.negative")
     for name in ("chunk_ns", "chunk_tokens"):
         value = data.get(name, [])
-        if not isinstance(value, list) or not all(_is_int(v) for v in value):
+        if not isinstance(value, list) or not set(map(type, value)) <= {int}:  # in C: long lists
             _reject("must be a list of integers", where, name)
     if len(data.get("chunk_ns", [])) != len(data.get("chunk_tokens", [])):
         _reject("chunk_ns and chunk_tokens must have the same length", where, "chunk_tokens", "chunks.lengths")

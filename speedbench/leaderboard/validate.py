@@ -114,17 +114,18 @@ def parse_bundle(data: bytes, known_builds: KnownBuilds, limits: ArchiveLimits |
     for run in read:
         _check_run(run, metadata, known_builds)
     runs = [r.data for r in read]
-    sd_forms = {canonical.run_digest(r, with_role=False): r.path for r in runs if r.role == "sd"}
-    for run in (r for r in runs if r.role == "baseline"):
-        twin = sd_forms.get(canonical.run_digest(run, with_role=False))
+    digests = [canonical.run_digests(r) for r in runs]
+    sd_forms = {d.roleless: r.path for r, d in zip(runs, digests) if r.role == "sd"}
+    for run, digest in zip(runs, digests):
+        twin = sd_forms.get(digest.roleless) if run.role == "baseline" else None
         if twin:
             raise BundleRejected(f"the baseline run holds the same records as the SD run {shown(twin)}",
                                  rule="baseline.same_as_sd", where=f"{run.path}/records.jsonl")
     return ValidatedBundle(metadata=metadata, runs=runs, files=files, read=read,
                            bundle_sha256=content_hash(files, exclude=(SUBMISSION_FILE,)),
                            archive_sha256=hashlib.sha256(data).hexdigest(),
-                           measurement_sha256=canonical.measurement_digest(runs),
-                           tokens_sha256=canonical.measurement_digest(runs, with_times=False))
+                           measurement_sha256=canonical.measurement_digest(digests),
+                           tokens_sha256=canonical.measurement_digest(digests, with_times=False))
 
 
 def compute_entry_metrics(bundle: ValidatedBundle) -> dict:
