@@ -22,10 +22,16 @@ ABOUT = """
 - **Per-category AL** (coding ... writing): the same, on the 80 prompts of each Qualitative
   category. The first chunk is dropped when it is the lone prefill token and the last chunk
   of every stream is dropped (it is cut by `max_tokens` or EOS).
-- **Speedup ISL c=N**: measured speedup at input length ISL and N concurrent requests:
-  output tokens/s of the SD run divided by that of the autoregressive baseline run at the same
-  ISL and concurrency. Entries without a baseline run show no speedup. The Appendix-G estimate
-  `S = t_ar * AL / t_sd` is kept with each entry and shown in Compare.
+- **Speedup**: measured speedup at an input length and concurrency: output tokens/s of the SD
+  run divided by that of the autoregressive baseline run at the same ISL and concurrency.
+  Entries without a baseline run show no speedup. The Appendix-G estimate
+  `S = t_ar * AL / t_sd` is kept with each entry.
+- **Speedup ISL (best)** and **at concurrency**: the best measured speedup over the entry's
+  load points at that input length, and the concurrency it was reached at; every load point is
+  in Compare.
+- **Trust**: `self-reported` until a maintainer reruns the entry and its figures agree
+  (`verified`). **Warnings**: plausibility checks that do not reject (greedy outputs that differ
+  from the baseline, an AL above what the method usually reaches, a speedup above the AL ...).
 - **Pareto curves** (Compare): output tokens/s (system throughput) against median user
   tokens/s (per-request speed), one point per concurrency.
 
@@ -33,9 +39,12 @@ ABOUT = """
 
 A submission is a bundle of the run folders written by `speedbench run` plus
 `submission.json` (model, drafter, method, engine, GPU, draft length, temperature). The Space
-checks the bundle against a versioned schema, refuses anything but JSON files, checks that
-the dataset hash is a known SPEED-Bench build and that every record is a row of it, then
-recomputes every metric with the `speedbench.metrics` core. The submitter's own summary
+checks the bundle against a versioned schema, refuses anything but the run files, holds every
+record to the same consistency rules as the measurement client (K, drafted and accepted tokens,
+chunk sums, times, physical bounds), checks that the dataset hash is a known SPEED-Bench build,
+that every record is a row of it and that each run covers its config, refuses a measurement
+already on the board however it is packed, then recomputes every metric with the
+`speedbench.metrics` core. The submitter's own summary
 (`results.json`) is kept but never used.
 
 ## How to reproduce a row
