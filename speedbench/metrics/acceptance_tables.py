@@ -26,6 +26,8 @@ def as_ragged_float(rows, like: Ragged, name: str) -> Ragged:
     """Ragged float rows shaped exactly like ``like`` (one value per chunk)."""
     if len(rows) != like.num_rows:
         raise MetricInputError(f"{name}: got {len(rows)} rows for {like.num_rows}")
+    # A row may be None (no times: nothing to judge by them), read as NaN.
+    rows = [np.full(int(n), np.nan) if r is None else r for r, n in zip(rows, like.lengths)]
     lengths = np.asarray([len(r) for r in rows], dtype=np.int64)
     if (lengths != like.lengths).any():
         i = int(np.flatnonzero(lengths != like.lengths)[0])
@@ -193,7 +195,8 @@ def requests_from_step_sizes(
     is trimmed on its own). ``finish_reasons`` (``"length"`` = stopped at ``max_tokens``)
     lets the summary report, or with ``rules.exclude_max_tokens_requests`` drop, capped
     requests. Without ``draft_length``, K = max step - 1 with a warning. ``chunk_times`` (arrival
-    time of every chunk, same shape) lets chunks after a stall be found (:func:`stalled_chunks`).
+    time of every chunk, same shape; a row may be None) lets chunks after a stall be found
+(:func:`stalled_chunks`).
     """
     chunks = as_ragged_counts(step_sizes, "step_sizes")
     n = chunks.num_rows

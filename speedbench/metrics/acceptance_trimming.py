@@ -145,7 +145,7 @@ def stalled_chunks(chunk_times: Ragged | None, chunks: Ragged, factor: float = S
     times = chunk_times.values.astype(np.float64)
     for row in range(chunks.num_rows):
         a, b = int(chunks.offsets[row]), int(chunks.offsets[row + 1])
-        if b - a - 1 < MIN_GAPS_FOR_STALLS:
+        if b - a - 1 < MIN_GAPS_FOR_STALLS or np.isnan(times[a:b]).any():
             continue
         gaps = np.diff(times[a:b])
         median = float(np.median(gaps))

@@ -98,12 +98,18 @@ def chunk_table(records, draft_length: int | None, rules: TrimRules | None = Non
     rows = [r for r in records if r.chunk_tokens]
     if not rows or (draft_length is not None and draft_length < 1):
         return None  # K = 0 (the no-speculation baseline): no draft tokens to measure
+    # Gaps judge only streams the engine cannot vouch for: where its decode steps equal the
+    # chunks after the prefill's, every chunk is one step however late it came.
+    times = [None if _chunks_verified(r) else [t / 1e9 for t in r.chunk_ns] for r in rows]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", AcceptanceWarning)  # merged chunks and inferred K are reported
         return requests_from_step_sizes([r.chunk_tokens for r in rows], draft_length=draft_length,
-                                        rules=rules or TrimRules(),
-                                        chunk_times=[[t / 1e9 for t in r.chunk_ns] for r in rows],
-                                        **_common(rows))
+                                        rules=rules or TrimRules(), chunk_times=times, **_common(rows))
+
+
+def _chunks_verified(record) -> bool:
+    steps = record_steps(record)
+    return steps is not None and sum(1 for t in record.chunk_tokens[1:] if t > 0) == steps.decode_steps
 
 
 def primary_name(engine: EngineCoverage | None, chunks_present: bool, chunks_are_steps: bool) -> str | None:

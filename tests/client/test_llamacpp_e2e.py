@@ -104,6 +104,14 @@ def test_run_counts_equal_server_timings_and_counters(llama_server, models_dir, 
         assert point["agreement"]["relative_difference"]["counters_num_accepted_tokens"] == 0.0
         assert point["agreement"]["relative_difference"]["counters_num_draft_tokens"] == 0.0
         assert not any(flag.startswith("disagreement") for flag in point["flags"]), point["flags"]
+        # Its chunks are its steps: the engine's decode steps equal the chunks after the prefill's,
+        # so no merged steps are reported, and tokens per decode step is (tokens - 1) / steps.
+        assert not any(flag.startswith(("merged_chunks", "merged_steps")) for flag in point["flags"]), point["flags"]
+        decode_steps = sum(len(r["chunk_tokens"]) - 1 for r in mine)
+        assert engine["num_decode_steps"] == decode_steps and engine["step_kind"] == "decode"
+        assert engine["tokens_per_decode_step"] == pytest.approx(
+            sum(sum(r["chunk_tokens"]) - 1 for r in mine) / decode_steps, rel=1e-12)
+        assert counters["num_drafted_steps"] <= decode_steps  # n_draft_verif_steps: drafted steps only
 
     # Multi-turn: turn 2 carries the model's own earlier answers in its prompt.
     turns = sorted((r for r in measured if r["run_point"] == "c1" and r["num_turns"] == 3),

@@ -127,3 +127,22 @@ def test_self_contradicting_engine_statistics_are_flagged_not_fatal():
     record = dataclasses.replace(record, engine_stats=dataclasses.replace(record.engine_stats, draft_length=2))
     acc = record_acceptance([record], 2, num_resamples=0, untrimmed=False)  # 4 bins but K = 2
     assert acc.engine is None and acc.flags[0].startswith("engine_stats_invalid")
+
+
+def test_late_chunks_the_engine_vouches_for_are_steps():
+    import dataclasses
+
+    from speedbench.metrics.record_acceptance import chunk_table
+    from speedbench.records import EngineSpecStats
+
+    # 6 decode chunks, one 4-token chunk 330 ms late; the engine counted 6 decode steps and
+    # 1 + 1 + 0 + 3 + 1 + 0 = 6 accepted: the late chunk is one step (a slow step, not a merge).
+    sizes = [1, 2, 2, 1, 4, 2, 1]
+    times = [0, 10, 20, 30, 360, 370, 380]
+    record = _v1_record("vllm.metrics", 6, 6, sum(sizes))
+    record = dataclasses.replace(record, chunk_tokens=sizes, chunk_ns=[t * 10 ** 6 for t in times],
+                                 engine_stats=EngineSpecStats(source="vllm.metrics", decode_steps=6, drafted_steps=6,
+                                                              accepted_tokens=6, draft_tokens=18))
+    assert chunk_table([record], 3).trim_report.num_stalled_chunks == 0
+    # without engine statistics the same stream is judged by its gaps
+    assert chunk_table([dataclasses.replace(record, engine_stats=None)], 3).trim_report.num_stalled_chunks == 1
