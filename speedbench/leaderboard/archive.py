@@ -87,7 +87,7 @@ class Member:
             if stop - pos > max_line_bytes:
                 raise BundleRejected(f"line {number} is longer than {max_line_bytes // MiB} MiB",
                                      rule="json.line_too_long", where=where)
-            yield number, bytes(buf[pos:stop])
+            yield number, bytes(memoryview(buf)[pos:stop]) if isinstance(buf, bytearray) else buf[pos:stop]
             pos = stop + 1
 
 
@@ -212,7 +212,7 @@ def _read_tar(data: bytes, limits: ArchiveLimits) -> dict[str, Member]:
                 name = check_member_name(member.name)
                 if member.isdir():
                     continue
-                if not member.isreg():
+                if not member.isreg() or member.issparse():
                     raise BundleRejected(f"archive member {shown(member.name)} is a link or special file; "
                                          "only regular files are accepted", rule="archive.member_type")
                 _check_suffix(name)
