@@ -59,17 +59,28 @@ def add_embedding_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --embedder openai: the model name (default text-embedding-3-large)")
     parser.add_argument("--embedding-cache", type=Path, default=None,
                         help="embedding cache folder; default: $SPEEDBENCH_CACHE/embeddings or ~/.cache/speedbench/embeddings")
+    parser.add_argument("--ray", default=None, metavar="auto|ADDRESS|local",
+                        help="embed on a Ray cluster with Ray Data (extra 'ray'): 'auto' joins the cluster of this "
+                             "machine, ray://HOST:PORT a remote one, 'local' starts a private one")
+    parser.add_argument("--ray-workers", type=int, default=2, help="with --ray: embedding actors (one model each)")
 
 
 def make_embedder(args: argparse.Namespace):
     from speedbench.dataset_builder.embeddings import get_embedder
 
+    kwargs = {}
     if args.embedder == "openai":
         kwargs = {"base_url": args.embedding_url}
         if args.embedding_model:
             kwargs["model"] = args.embedding_model
-        return get_embedder("openai", **kwargs)
-    return get_embedder(args.embedder)
+    if getattr(args, "ray", None):
+        try:
+            from speedbench.dataset_builder.embeddings.ray_shard import RayEmbedder
+            import ray  # noqa: F401
+        except ImportError as error:
+            raise RuntimeError("--ray needs the 'ray' extra: pip install 'speed-bench[ray]'") from error
+        return RayEmbedder(args.embedder, address=args.ray, workers=args.ray_workers, **kwargs)
+    return get_embedder(args.embedder, **kwargs)
 
 
 def embed_prompts(prompts, args: argparse.Namespace):
