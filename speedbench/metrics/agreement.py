@@ -67,8 +67,17 @@ def counter_summary(engine: str, entry: dict | None, num_requests: int) -> dict 
         result["num_draft_tokens"] = int(counters.draft_tokens)
         result["num_accepted_tokens"] = int(counters.accepted_tokens)
     if counters.generation_tokens is not None and counters.accepted_tokens is not None:
-        # Forward passes that produced tokens (prefill included): tokens - accepted drafts.
+        # Forward passes that produced tokens (prefill included): tokens - accepted drafts; less
+        # one prefill per request, the decode steps (short by the drafts accepted past max_tokens,
+        # which the counters count but never emitted).
         result["num_token_steps"] = int(counters.generation_tokens - counters.accepted_tokens)
+        decode = result["num_token_steps"] - num_requests
+        decode_tokens = int(counters.generation_tokens) - num_requests
+        if decode > 0 and "num_decode_steps" not in result:
+            result.update(num_decode_steps=decode, num_decode_tokens=decode_tokens,
+                          tokens_per_decode_step=decode_tokens / decode,
+                          decode_steps_note="generation tokens - accepted drafts - requests: a lower bound "
+                                            "when drafts were accepted past max_tokens")
     return result
 
 

@@ -46,7 +46,11 @@ def test_ngram_partial_drafting_gives_both_figures_and_no_false_flag(tmp_path, m
     assert engine["acceptance_length_drafted"] == pytest.approx(1 + accepted / drafted, rel=1e-12)
     assert engine["num_drafted_steps"] == drafted
     assert engine["tokens_per_decode_step"] == pytest.approx(emitted / decode, rel=1e-12)
-    assert point["acceptance"]["counters"]["num_drafted_steps"] == drafted
+    counters = point["acceptance"]["counters"]
+    assert counters["num_drafted_steps"] == drafted
+    # nothing was cut at max_tokens, so the counters' decode steps are exact too
+    assert counters["num_decode_steps"] == decode
+    assert counters["tokens_per_decode_step"] == pytest.approx(emitted / decode, rel=1e-12)
     assert not _disagreements(point), point["flags"]
 
 
