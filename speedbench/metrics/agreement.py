@@ -73,7 +73,7 @@ def counter_summary(engine: str, entry: dict | None, num_requests: int) -> dict 
         result["num_token_steps"] = int(counters.generation_tokens - counters.accepted_tokens)
         decode = result["num_token_steps"] - num_requests
         decode_tokens = int(counters.generation_tokens) - num_requests
-        if decode > 0 and "num_decode_steps" not in result:
+        if decode > 0 and result.get("num_decode_steps") is None:
             result.update(num_decode_steps=decode, num_decode_tokens=decode_tokens,
                           tokens_per_decode_step=decode_tokens / decode,
                           decode_steps_note="generation tokens - accepted drafts - requests: a lower bound "
