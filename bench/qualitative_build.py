@@ -32,19 +32,25 @@ sys.exit(code)
 """
 
 
-def run_build(sources: Path, out: Path, cache: Path, pool_cap: int | None) -> tuple[float, int, int, str]:
+def _children_cpu() -> float:
+    import resource
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)   # waited-for children and their descendants
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_build(sources: Path, out: Path, cache: Path, pool_cap: int | None) -> tuple[float, float, int, int, str]:
     command = [sys.executable, "-c", CHILD, "build", "--configs", "qualitative", "--sources", str(sources),
                "--out", str(out), "--embedding-cache", str(cache), "--no-progress"]
     if pool_cap is not None:
         command += ["--pool-cap", str(pool_cap)]
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), _children_cpu()
     done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
-    wall = time.perf_counter() - start
+    wall, cpu = time.perf_counter() - start, _children_cpu() - cpu
     if done.returncode != 0:
         sys.exit(f"build failed ({done.returncode}):\n{done.stderr[-3000:]}")
     peak = int(next(line.split()[1] for line in done.stderr.splitlines() if line.startswith("PEAK_RSS_KB")))
     child = int(next(line.split()[1] for line in done.stderr.splitlines() if line.startswith("PEAK_CHILD_RSS_KB")))
-    return wall, peak, child, done.stdout
+    return wall, cpu, peak, child, done.stdout
 
 
 def _load() -> str:
@@ -83,12 +89,13 @@ def main() -> None:
     results = {}
     for phase in ("cold", "warm"):
         before = _load()
-        wall, peak, child, stdout = run_build(args.sources, work / phase / "speed-bench", cache, args.pool_cap)
+        wall, cpu, peak, child, stdout = run_build(args.sources, work / phase / "speed-bench", cache, args.pool_cap)
         manifest = json.loads((work / phase / "speed-bench" / "manifest.json").read_text())["configs"]["qualitative"]
         parquet = (work / phase / "speed-bench" / manifest["data_file"]).read_bytes()
         results[phase] = (wall, peak, hashlib.sha256(parquet).hexdigest(), manifest)
         embedded = manifest["stats"]["texts_embedded_this_build"]
-        print(f"{phase:>4}: wall {wall:7.1f} s, texts embedded {embedded:>6} ({embedded / wall:6.1f} texts/s over "
+        print(f"{phase:>4}: wall {wall:7.1f} s, CPU {cpu:7.1f} s (build and embedding workers; "
+              f"{cpu / (os.cpu_count() or 1):.0f} s on {os.cpu_count()} idle cores), texts embedded {embedded:>6} ({embedded / wall:6.1f} texts/s over "
               f"the whole build), peak RSS {peak / 1024:5.0f} MiB (largest embedding worker {child / 1024:5.0f} MiB), "
               f"rows {manifest['rows']}, parquet sha256 {results[phase][2][:16]}; load average before {before}, "
               f"after {_load()}")

@@ -11,7 +11,7 @@ from speedbench.schema import CATEGORIES_WITH_DIFFICULTY, QUALITATIVE_CATEGORIES
 PAPER = {
     "median_first_turn_isl_o200k": 141, "specbench_median_isl": 57, "multiturn_share": "about 20%, 2-5 turns",
     "hard_share": "about 80%", "multilingual_languages": 23, "coding": "7 programming languages, 3 task formats",
-    "multilingual": "23 languages; translation, QA, summarization",
+    "multilingual": "23 languages; math, translation, QA, summarization",
 }
 STILL_MISSING = """\
 ### Sources still missing from the mirror
@@ -62,9 +62,15 @@ def _mix(counts: dict) -> str:
     return ", ".join(f"{name} {n}" for name, n in sorted(counts.items(), key=lambda item: (-item[1], item[0])))
 
 
-def _task_cell(category: str, stat: dict) -> str:
+def _task_cell(category: str, stat: dict, rows: list[DatasetRow]) -> str:
     tasks = stat["task_types"]
-    if category in ("multilingual", "coding") or len(tasks) <= 4:
+    if category == "coding":
+        # Programming languages are named in HumanEvalPack's sub-categories (format/language);
+        # competitive problems are language-free (stdin/stdout, or LeetCode's Python starter).
+        named = sorted({r.sub_category.split("/")[1] for r in rows
+                        if "/" in r.sub_category and not r.sub_category.startswith("competitive_programming")})
+        return f"{_mix(tasks)}; programming languages named: {len(named)} ({', '.join(named)})"
+    if category == "multilingual" or len(tasks) <= 4:
         return _mix(tasks)
     return f"{len(tasks)} sub-categories"
 
@@ -90,7 +96,7 @@ def category_table(by_category: dict[str, list[DatasetRow]], stats: dict) -> lis
         if not chosen:
             continue
         stat = stats["categories"][category]
-        lines.append(f"| {category} | {len({r.language for r in chosen})} | {_task_cell(category, stat)} | "
+        lines.append(f"| {category} | {len({r.language for r in chosen})} | {_task_cell(category, stat, chosen)} | "
                      f"{_difficulty_cell(category, stat)} | {stat['median_first_turn_isl_o200k']:.0f} | "
                      f"{_paper_cell(category)} | {sum(r.multiturn for r in chosen)} | {_sources_cell(chosen)} |")
     return lines
