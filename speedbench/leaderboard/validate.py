@@ -52,7 +52,7 @@ MAX_SUBMISSION_BYTES = 1024 * 1024
 class ValidatedBundle:
     metadata: SubmissionMetadata
     runs: list[RunData]
-    files: dict
+    files: dict  # not kept by parse_bundle (see there)
     bundle_sha256: str  # raw content hash (reference only)
     archive_sha256: str
     measurement_sha256: str = ""  # what was measured: the duplicate check
@@ -121,7 +121,8 @@ def parse_bundle(data: bytes, known_builds: KnownBuilds, limits: ArchiveLimits |
         if twin:
             raise BundleRejected(f"the baseline run holds the same records as the SD run {shown(twin)}",
                                  rule="baseline.same_as_sd", where=f"{run.path}/records.jsonl")
-    return ValidatedBundle(metadata=metadata, runs=runs, files=files, read=read,
+    # files={}: the members' buffer (up to the unpacked cap) is freed before the metrics run
+    return ValidatedBundle(metadata=metadata, runs=runs, files={}, read=read,
                            bundle_sha256=content_hash(files, exclude=(SUBMISSION_FILE,)),
                            archive_sha256=hashlib.sha256(data).hexdigest(),
                            measurement_sha256=canonical.measurement_digest(digests),
