@@ -137,7 +137,8 @@ def attach_request_stats(adapter, records_path: Path, draft_length: int | None) 
         entry = entries.get(record.response_id or "")
         if entry is None or not record.ok or (record.engine_stats and record.engine_stats.exact):
             continue
-        stats = adapter.stats_from_request_entry(entry, record.output_tokens, draft_length)
+        chunk_steps = sum(1 for t in record.chunk_tokens[1:] if t > 0) if record.chunks_are_steps else 0
+        stats = adapter.stats_from_request_entry(entry, record.output_tokens, draft_length, chunk_steps)
         if stats is not None:
             if record.engine_stats is not None:
                 stats.raw["stream"] = record.engine_stats.raw  # the inexact in-stream proxy, kept

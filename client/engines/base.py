@@ -113,8 +113,8 @@ class EngineAdapter:
         """Separately served per-request statistics keyed by response id (``perf_metrics_path``)."""
         return {}
 
-    def stats_from_request_entry(self, entry: dict[str, Any], output_tokens: int,
-                                 draft_length: int | None) -> EngineSpecStats | None:
+    def stats_from_request_entry(self, entry: dict[str, Any], output_tokens: int, draft_length: int | None,
+                                 chunk_steps: int = 0) -> EngineSpecStats | None:
         return None
 
     def counter_acceptance(self, delta: dict[str, float], per_position: dict[int, float]) -> CounterAcceptance | None:

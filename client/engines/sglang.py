@@ -78,6 +78,8 @@ class SGLangAdapter(EngineAdapter):
         if new < 0:
             raise StreamError("malformed", f"sglang completion_tokens went backwards ({state.tokens_total} -> {total})")
         state.tokens_total = total
+        if new > 0:  # token-carrying events: one step each at least (derive_decode_steps)
+            state.extra["token_events"] = state.extra.get("token_events", 0) + 1
         return new, None
 
     def engine_stats(self, state: StreamState) -> EngineSpecStats | None:
@@ -92,7 +94,7 @@ class SGLangAdapter(EngineAdapter):
             accepted = max(0, tokens - verify - 1)
         histogram = next((list(meta[k]) for k in _HISTOGRAM_KEYS if isinstance(meta.get(k), list)), None)
         raw = {k: v for k, v in meta.items() if k.startswith("spec_") or k == "completion_tokens"}
-        decode, past = derive_decode_steps(tokens, int(accepted), verify)
+        decode, past = derive_decode_steps(tokens, int(accepted), verify, max(0, state.extra.get("token_events", 0) - 1))
         return EngineSpecStats(
             source="sglang.meta_info",
             verify_steps=verify,

@@ -75,9 +75,9 @@ class TrtLlmAdapter(EngineAdapter):
     def request_stats_by_id(self, entries: Any) -> dict[str, dict[str, Any]]:
         return perf_metrics_by_response_id(entries)
 
-    def stats_from_request_entry(self, entry: dict[str, Any], output_tokens: int,
-                                 draft_length: int | None) -> EngineSpecStats | None:
-        return stats_from_perf_metrics(entry, output_tokens, draft_length)
+    def stats_from_request_entry(self, entry: dict[str, Any], output_tokens: int, draft_length: int | None,
+                                 chunk_steps: int = 0) -> EngineSpecStats | None:
+        return stats_from_perf_metrics(entry, output_tokens, draft_length, chunk_steps)
 
     async def describe_server(self, session) -> dict[str, Any]:
         info = await super().describe_server(session)
@@ -96,8 +96,8 @@ def perf_metrics_by_response_id(entries: Any) -> dict[str, dict[str, Any]]:
     return out
 
 
-def stats_from_perf_metrics(entry: dict[str, Any], output_tokens: int,
-                            draft_length: int | None) -> EngineSpecStats | None:
+def stats_from_perf_metrics(entry: dict[str, Any], output_tokens: int, draft_length: int | None,
+                            chunk_steps: int = 0) -> EngineSpecStats | None:
     """Exact per-request statistics from one ``/perf_metrics`` entry (None without speculation).
 
     Drafted steps are ``total_draft_tokens / K`` when K is known (every TensorRT-LLM drafted step
@@ -108,7 +108,7 @@ def stats_from_perf_metrics(entry: dict[str, Any], output_tokens: int,
     if drafted is None or accepted is None:
         return None
     drafted_steps = int(drafted) // draft_length if draft_length and int(drafted) % draft_length == 0 else None
-    decode, past = derive_decode_steps(output_tokens, int(accepted), drafted_steps)
+    decode, past = derive_decode_steps(output_tokens, int(accepted), drafted_steps, chunk_steps)
     return EngineSpecStats(source="trtllm.perf_metrics", verify_steps=drafted_steps, draft_tokens=int(drafted),
                            accepted_tokens=int(accepted), draft_length=draft_length,
                            raw={"request_id": entry.get("request_id"), **spec}, decode_steps=decode,

@@ -40,6 +40,8 @@ class VllmAdapter(EngineAdapter):
         choices = event.get("choices") or []
         if choices and choices[0].get("prompt_token_ids") is not None:
             state.extra["prompt_token_ids_len"] = len(choices[0]["prompt_token_ids"])
+        if new > 0:  # token-carrying events: one step each at least (derive_decode_steps)
+            state.extra["token_events"] = state.extra.get("token_events", 0) + 1
         return new, None
 
     def engine_stats(self, state: StreamState) -> EngineSpecStats | None:
@@ -52,7 +54,8 @@ class VllmAdapter(EngineAdapter):
         if accepted is not None:
             # num_spec_steps counts drafted steps only (n-gram: some steps carry no draft), and
             # drafts accepted on a step cut by max_tokens are counted though not emitted.
-            decode, past = derive_decode_steps(state.tokens_total, accepted, drafted_steps)
+            decode, past = derive_decode_steps(state.tokens_total, accepted, drafted_steps,
+                                               max(0, state.extra.get("token_events", 0) - 1))
         return EngineSpecStats(
             source="vllm.metrics",
             verify_steps=drafted_steps,

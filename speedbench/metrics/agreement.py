@@ -71,13 +71,15 @@ def counter_summary(engine: str, entry: dict | None, num_requests: int) -> dict 
         # one prefill per request, the decode steps (short by the drafts accepted past max_tokens,
         # which the counters count but never emitted).
         result["num_token_steps"] = int(counters.generation_tokens - counters.accepted_tokens)
-        decode = result["num_token_steps"] - num_requests
+        # Drafted steps are decode steps too (exact with draft-model speculation, every step drafting).
+        decode = max(result["num_token_steps"] - num_requests, int(counters.drafts or 0))
         decode_tokens = int(counters.generation_tokens) - num_requests
         if decode > 0 and result.get("num_decode_steps") is None:
             result.update(num_decode_steps=decode, num_decode_tokens=decode_tokens,
                           tokens_per_decode_step=decode_tokens / decode,
-                          decode_steps_note="generation tokens - accepted drafts - requests: a lower bound "
-                                            "when drafts were accepted past max_tokens")
+                          decode_steps_note="max(drafted steps, generation tokens - accepted drafts - "
+                                            "requests): a lower bound when drafts were accepted past "
+                                            "max_tokens under partial drafting")
     return result
 
 

@@ -28,21 +28,25 @@ AL_DRAFTED = "acceptance_length_drafted"  # 1 + accepted / drafted steps
 TOKENS_PER_DECODE_STEP = "tokens_per_decode_step"  # (output tokens - 1) / decode steps
 
 
-def derive_decode_steps(output_tokens: int, accepted_tokens: int, drafted_steps: int | None) -> tuple[int, int]:
+def derive_decode_steps(output_tokens: int, accepted_tokens: int, drafted_steps: int | None,
+                        chunk_steps: int = 0) -> tuple[int, int]:
     """``(decode_steps, accepted_past_max_tokens)`` from a request's output length and the engine's counts.
 
     ``T - 1 - A`` decode steps would have emitted the output if every accepted draft was emitted;
     drafts accepted past ``max_tokens`` make that too small, and the drafted steps are a lower
-    bound of the decode steps, so ``D = max(S_drafted, T - 1 - A)`` and ``P = D + A - (T - 1)``.
-    Exact whenever every decode step drafts (draft-model speculation: vLLM's 12 steps, 36
-    accepted, 48 tokens give D = 12, P = 1); with partial drafting (n-gram) and a cut last step
-    it can undercount D by the drafts cut, at most K.
+    bound of the decode steps, and so are the token-carrying chunks after the prefill's when
+    chunks are steps (``chunk_steps``: a chunk may merge steps, never split one), so
+    ``D = max(S_drafted, T - 1 - A, chunk_steps)`` and ``P = D + A - (T - 1)``. Exact whenever
+    every decode step drafts (draft-model speculation: vLLM's 12 steps, 36 accepted, 48 tokens
+    give D = 12, P = 1) or no chunk was merged; with partial drafting (n-gram), a cut last step
+    and merged chunks it can undercount D by the drafts cut, at most K.
     """
     emitted_after_prefill = max(0, int(output_tokens) - 1)
     accepted = max(0, int(accepted_tokens))
     decode = max(0, emitted_after_prefill - accepted)
     if drafted_steps is not None:
         decode = max(decode, int(drafted_steps))
+    decode = max(decode, int(chunk_steps))
     past = max(0, decode + accepted - emitted_after_prefill)
     return decode, past
 
@@ -69,7 +73,9 @@ def record_steps(record) -> StepCounts | None:
 
     Uses ``decode_steps`` / ``drafted_steps`` when the record has them; records written before
     they existed are read by engine: ``verify_steps`` is drafted steps for vLLM / SGLang /
-    TensorRT-LLM statistics and decode steps for llama.cpp's.
+    TensorRT-LLM statistics and decode steps for llama.cpp's. When chunks are steps, the decode
+    steps are at least the chunks after the prefill's (the identity alone undercounts a cut
+    last step under partial drafting).
     """
     stats = record.engine_stats
     if stats is None or stats.accepted_tokens is None or not stats.exact:
@@ -80,13 +86,16 @@ def record_steps(record) -> StepCounts | None:
             drafted_steps = stats.verify_steps
     if drafted_steps is None and stats.acceptance_histogram:
         drafted_steps = int(sum(stats.acceptance_histogram))
-    if stats.decode_steps is not None:
-        decode = int(stats.decode_steps)
-        past = int(stats.accepted_past_max_tokens or 0)
-    elif drafted_steps is None and stats.verify_steps is None:
+    if stats.decode_steps is None and drafted_steps is None and stats.verify_steps is None:
         return None
-    else:
-        decode, past = derive_decode_steps(record.output_tokens, stats.accepted_tokens, drafted_steps)
+    # Chunks may merge steps but never split one: their count is a lower bound too, and it
+    # recovers the steps that drafts accepted past max_tokens hide from the identity (a real
+    # vLLM n-gram request: 36 chunks after the prefill's, 33 steps by the identity).
+    chunk_steps = sum(1 for t in record.chunk_tokens[1:] if t > 0) if record.chunks_are_steps else 0
+    decode, past = derive_decode_steps(record.output_tokens, stats.accepted_tokens, drafted_steps, chunk_steps)
+    if stats.decode_steps is not None and int(stats.decode_steps) > decode:
+        decode = int(stats.decode_steps)
+        past = max(0, decode + int(stats.accepted_tokens) - max(0, int(record.output_tokens) - 1))
     return StepCounts(decode_steps=decode, drafted_steps=drafted_steps, drafted_tokens=stats.draft_tokens,
                       accepted_tokens=int(stats.accepted_tokens), accepted_past_max_tokens=past,
                       output_tokens=int(record.output_tokens))
