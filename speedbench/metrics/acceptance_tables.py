@@ -119,6 +119,30 @@ def _group_rows(question_ids, categories, n: int, columns: dict[str, np.ndarray]
     return ids[first[order]], group_cats, grouped
 
 
+def _checked_counts(steps, accepted, drafted, draft_length) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(steps, accepted, drafted)`` as count arrays, checked against each other and K."""
+    s = as_count_array(steps, "steps")
+    a = as_count_array(accepted, "accepted")
+    n = s.size
+    if a.size != n:
+        raise MetricInputError(f"accepted: got {a.size} values for {n} requests")
+    if drafted is None:
+        if draft_length is None:
+            raise MetricInputError("drafted: give per-request drafted counts or draft_length")
+        d = s * int(as_count_array(draft_length, "draft_length")[0])
+    else:
+        d = as_count_array(drafted, "drafted")
+        if d.size != n:
+            raise MetricInputError(f"drafted: got {d.size} values for {n} requests")
+    if (a > d).any():
+        i = int(np.flatnonzero(a > d)[0])
+        raise MetricInputError(f"accepted: request {i} accepted {a[i]} of only {d[i]} drafted tokens")
+    if draft_length is not None and (a > s * int(draft_length)).any():
+        i = int(np.flatnonzero(a > s * int(draft_length))[0])
+        raise MetricInputError(f"accepted: request {i} accepted {a[i]} > steps * K = {s[i] * int(draft_length)}")
+    return s, a, d
+
+
 def _decode_columns(decode_steps, decode_tokens, n: int) -> dict[str, np.ndarray | None]:
     out: dict[str, np.ndarray | None] = {"decode_steps": None, "decode_tokens": None}
     for name, values in (("decode_steps", decode_steps), ("decode_tokens", decode_tokens)):
@@ -323,25 +347,8 @@ def requests_from_counts(
     the mean acceptance rate. ``step_kind`` says what ``steps`` counts: ``"drafted"`` steps
     (vLLM, SGLang) or every ``"decode"`` step (llama.cpp's per-request timings).
     """
-    s = as_count_array(steps, "steps")
-    a = as_count_array(accepted, "accepted")
+    s, a, d = _checked_counts(steps, accepted, drafted, draft_length)
     n = s.size
-    if a.size != n:
-        raise MetricInputError(f"accepted: got {a.size} values for {n} requests")
-    if drafted is None:
-        if draft_length is None:
-            raise MetricInputError("drafted: give per-request drafted counts or draft_length")
-        d = s * int(as_count_array(draft_length, "draft_length")[0])
-    else:
-        d = as_count_array(drafted, "drafted")
-        if d.size != n:
-            raise MetricInputError(f"drafted: got {d.size} values for {n} requests")
-    if (a > d).any():
-        i = int(np.flatnonzero(a > d)[0])
-        raise MetricInputError(f"accepted: request {i} accepted {a[i]} of only {d[i]} drafted tokens")
-    if draft_length is not None and (a > s * int(draft_length)).any():
-        i = int(np.flatnonzero(a > s * int(draft_length))[0])
-        raise MetricInputError(f"accepted: request {i} accepted {a[i]} > steps * K = {s[i] * int(draft_length)}")
     ids, cats, cols = _group_rows(
         question_ids,
         categories,
