@@ -1,7 +1,8 @@
 """Maintenance of a leaderboard store.
 
 ``python -m speedbench.leaderboard rebuild [--db PATH]`` recomputes every entry's metrics from
-its stored raw bundle (after a change to the metrics core); ``list [--db PATH]`` prints the
+its stored raw bundle (after a change to the metrics core) and fills the measurement digests of
+entries stored before they existed; ``list [--db PATH]`` prints the
 entries (an unreadable stored row is printed as such, never a crash); ``verify ENTRY --run
 RUN_DIR [--run ...] [--baseline RUN_DIR ...]`` compares a maintainer's fresh runs with an entry
 and marks it ``verified`` when they agree (:mod:`.verify`); ``quarantine`` moves unreadable
@@ -15,7 +16,7 @@ from pathlib import Path
 from speedbench.leaderboard.known_builds import KnownBuilds
 from speedbench.leaderboard.schema import BundleRejected
 from speedbench.leaderboard.store import Entry, LeaderboardStore
-from speedbench.leaderboard.validate import recompute_from_archive
+from speedbench.leaderboard.validate import backfill_digests, recompute_from_archive
 
 
 def _line(entry: Entry) -> str:
@@ -68,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{store.path}: {store.count()} entries, {changed} recomputed with changed figures")
             for entry_id, reason in store.rebuild_failures:
                 print(f"{entry_id}: kept as stored, its bundle no longer passes: {ascii(reason)[1:-1]}")
+            for line in backfill_digests(store, builds):
+                print(ascii(line)[1:-1])
         elif args.action == "quarantine":
             for entry_id, reason in store.quarantine_unreadable():
                 print(f"{entry_id}: quarantined ({reason})")

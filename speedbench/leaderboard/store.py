@@ -222,6 +222,21 @@ class LeaderboardStore:
                 moved.append((ascii(row[0]), reason))
         return moved
 
+    def missing_digests(self) -> list[str]:
+        """Ids of entries stored before measurement digests existed (store version 1)."""
+        with self._lock:
+            return [r[0] for r in self._conn.execute("SELECT id FROM submissions WHERE measurement_sha256 IS NULL")]
+
+    def set_digests(self, entry_id: str, measurement_sha256: str, tokens_sha256: str) -> str | None:
+        """Record an older entry's digests; returns the id of an entry already holding the measurement."""
+        twin = self.has_measurement(measurement_sha256)
+        if twin and twin != entry_id:
+            return twin
+        with self._transaction() as conn:
+            conn.execute("UPDATE submissions SET measurement_sha256 = ?, tokens_sha256 = ? WHERE id = ?",
+                         (measurement_sha256, tokens_sha256, entry_id))
+        return None
+
     def set_trust(self, entry_id: str, trust: str, verification: dict) -> None:
         if trust not in TRUST_LEVELS:
             raise ValueError(f"trust must be one of {TRUST_LEVELS}")

@@ -180,3 +180,20 @@ def submit_bundle(data: bytes, store: LeaderboardStore, known_builds: KnownBuild
 def recompute_from_archive(data: bytes, known_builds: KnownBuilds) -> tuple[dict, str]:
     """Metrics of a stored archive (for :meth:`LeaderboardStore.rebuild`)."""
     return compute_entry_metrics(parse_bundle(data, known_builds, STORED_LIMITS)), METRICS_VERSION
+
+
+def backfill_digests(store: LeaderboardStore, known_builds: KnownBuilds) -> list[str]:
+    """Measurement and token digests for entries stored before they existed, so a resubmission of
+    one is recognised; returns a line per entry that could not be filled (a twin, or a bundle the
+    checks of today refuse)."""
+    problems = []
+    for entry_id in store.missing_digests():
+        try:
+            bundle = parse_bundle(store.archive(entry_id), known_builds, STORED_LIMITS)
+        except BundleRejected as exc:
+            problems.append(f"{entry_id}: not filled, its bundle no longer passes: {exc}")
+            continue
+        twin = store.set_digests(entry_id, bundle.measurement_sha256, bundle.tokens_sha256)
+        if twin:
+            problems.append(f"{entry_id}: the same measurement as entry {twin}")
+    return problems

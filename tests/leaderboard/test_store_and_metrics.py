@@ -254,3 +254,40 @@ def test_a_fresh_space_restores_its_board_from_the_mirror(tmp_path, seed_bundles
     assert [e.id for e in demo.store.entries()] == [e.id for e in source.entries()]
     demo.store.close()
     source.close()
+
+
+def test_a_version_1_store_is_migrated_and_its_entries_get_measurement_digests(seeded_db, seed_bundles,
+                                                                              known_builds_dir, monkeypatch, capsys):
+    from speedbench.leaderboard.__main__ import main
+    from speedbench.leaderboard.known_builds import KnownBuilds
+    from speedbench.leaderboard.schema import BundleRejected
+
+    v1 = seeded_db.with_name("v1.sqlite3")  # a store written before version 2: the old tables only
+    with sqlite3.connect(v1) as old, sqlite3.connect(seeded_db) as new:
+        old.executescript("""
+            CREATE TABLE submissions (id TEXT PRIMARY KEY, bundle_sha256 TEXT NOT NULL UNIQUE,
+                archive_sha256 TEXT NOT NULL, submitted_at TEXT NOT NULL, schema_version INTEGER NOT NULL,
+                metadata_json TEXT NOT NULL, metrics_json TEXT NOT NULL, metrics_version TEXT NOT NULL);
+            CREATE TABLE bundles (submission_id TEXT PRIMARY KEY REFERENCES submissions(id) ON DELETE CASCADE,
+                archive BLOB NOT NULL);
+            CREATE TABLE store_info (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+            INSERT INTO store_info VALUES ('store_version', '1');""")
+        old.executemany("INSERT INTO submissions VALUES (?, ?, ?, ?, ?, ?, ?, ?)", new.execute(
+            "SELECT id, bundle_sha256, archive_sha256, submitted_at, schema_version, metadata_json, metrics_json, "
+            "metrics_version FROM submissions").fetchall())
+        old.executemany("INSERT INTO bundles VALUES (?, ?)", new.execute("SELECT * FROM bundles").fetchall())
+    seeded_db = v1
+    store = LeaderboardStore(seeded_db)
+    assert {e.trust for e in store.entries()} == {"self-reported"} and store.count() == 3
+    assert len(store.missing_digests()) == 3
+    store.close()
+    monkeypatch.setenv("SPEEDBENCH_KNOWN_BUILDS", str(known_builds_dir))
+    assert main(["rebuild", "--db", str(seeded_db)]) == 0
+    store = LeaderboardStore(seeded_db)
+    assert store.missing_digests() == []
+    try:
+        submit_bundle(seed_bundles[0], store, KnownBuilds.load())
+        raise AssertionError("a resubmission of an old entry was accepted")
+    except BundleRejected as exc:
+        assert exc.rule == "duplicate.measurement"
+    store.close()
