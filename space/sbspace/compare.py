@@ -22,8 +22,12 @@ def compare(store: LeaderboardStore, ids: list[str], isl: str | None):
         empty = pd.DataFrame()
         return empty, pd.DataFrame(columns=DIFF_COLUMNS), pd.DataFrame(columns=PARETO_COLUMNS), \
             "Pick two or more entries."
-    side = pd.DataFrame(board.per_category_side_by_side(entries))
-    diffs = pd.DataFrame(board.paired_differences(store, entries), columns=DIFF_COLUMNS)
+    try:
+        side = pd.DataFrame(board.per_category_side_by_side(entries))
+        diffs = pd.DataFrame(board.paired_differences(store, entries), columns=DIFF_COLUMNS)
+    except Exception as exc:  # an entry the board cannot read must not break the tab
+        return pd.DataFrame(), pd.DataFrame(columns=DIFF_COLUMNS), pd.DataFrame(columns=PARETO_COLUMNS), \
+            f"These entries cannot be compared ({type(exc).__name__})."
     isl = isl if isl and isl != "any" else None
     pareto = pd.DataFrame(board.pareto_points(entries, isl), columns=PARETO_COLUMNS + ["on_frontier"])
     note = (f"Differences are AL(entry) - AL({entries[0].id}) over the prompts both ran, with paired bootstrap "

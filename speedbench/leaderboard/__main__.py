@@ -77,7 +77,10 @@ def main(argv: list[str] | None = None) -> int:
         else:
             entries, problems = store.entries_and_problems()
             for entry in entries:
-                print(_line(entry))
+                try:
+                    print(_line(entry))
+                except Exception as exc:  # a stored row of an unexpected shape is reported, never a crash
+                    print(f"{entry.id}  (entry not printable: {type(exc).__name__})")
             for entry_id, problem in problems:
                 print(f"{entry_id}  ({problem})")
     finally:

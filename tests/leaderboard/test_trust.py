@@ -118,3 +118,30 @@ def test_board_columns_are_bounded_whatever_an_entry_holds(seeded_store, known_b
     assert len(entry.metrics["speedup"]) == 16
     after = {k for row in board.safe_rows(seeded_store.entries()) for k in row}
     assert after == before  # 16 concurrencies add no column
+
+
+def test_list_survives_rows_of_an_unexpected_shape(seeded_db, capsys):
+    with sqlite3.connect(seeded_db) as conn:  # valid JSON objects, but not what an entry holds
+        conn.execute("UPDATE submissions SET metrics_json = '{\"acceptance\": [1, 2]}', "
+                     "metadata_json = '{\"model\": {\"nested\": 1}}' WHERE rowid = 1")
+    assert main(["list", "--db", str(seeded_db)]) == 0
+    out = capsys.readouterr().out
+    assert len(out.strip().splitlines()) == 3
+    store = LeaderboardStore(seeded_db)
+    rows = board.safe_rows(*store.entries_and_problems())
+    assert len(rows) == 3 and sum(r["trust"] == "error" for r in rows) == 1
+    store.close()
+
+
+def test_speedup_above_the_al_is_a_warning():
+    from speedbench.leaderboard.plausibility import metric_warnings
+    from speedbench.leaderboard.schema import parse_metadata
+
+    metrics = {"acceptance": {"acceptance_length": 2.0},
+               "points": [{"dataset_config": "throughput_1k", "point": "c1", "role": "sd", "acceptance_length": 2.0}],
+               "speedup": [{"dataset_config": "throughput_1k", "point": "c1", "isl": "1k", "concurrency": 1,
+                            "speedup_measured": 2.3}]}
+    codes = [w["code"] for w in metric_warnings(parse_metadata(META), metrics)]
+    assert codes == ["speedup.above_al"]
+    metrics["speedup"][0]["speedup_measured"] = 2.19  # within 10% of the AL
+    assert metric_warnings(parse_metadata(META), metrics) == []
