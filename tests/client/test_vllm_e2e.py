@@ -154,10 +154,13 @@ def test_client_figures_equal_independent_sums(vllm_run):
 
 
 def test_no_false_flags(vllm_run):
+    """Only ``merged_chunks`` may be raised: vLLM's frontend really does merge steps into one chunk
+    (after a stall, even at concurrency 1); disagreement, consistency or incomplete counters
+    would be false on a clean run whose sources agree exactly."""
     _, _, out, _, _ = vllm_run
     for point in json.loads((out / "results.json").read_text())["points"]:
-        assert not any(flag.startswith("disagreement") for flag in point["flags"]), point["flags"]
-        assert not any(flag.startswith("counters_incomplete") for flag in point["flags"]), point["flags"]
+        kinds = {flag.split(":")[0] for flag in point["flags"]}
+        assert kinds <= {"merged_chunks"}, point["flags"]
 
 
 def test_greedy_outputs_identical_across_concurrencies(vllm_run):
