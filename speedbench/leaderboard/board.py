@@ -22,6 +22,9 @@ CATEGORY_ORDER = tuple(QUALITATIVE_CATEGORIES) + tuple(c for c in THROUGHPUT_CAT
 
 
 def _round(value, digits: int = 3):
+    """A board number: finite int/float rounded, anything else (text, bool, NaN) None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
     try:
         value = finite(value)
     except (TypeError, ValueError, OverflowError):
@@ -156,9 +159,10 @@ def pareto_points(entries: Iterable[Entry], isl: str | None = None) -> list[dict
 
     out = []
     for entry in entries:
-        points = [p for p in entry.metrics.get("points", [])
-                  if p.get("role") == "sd" and p.get("isl") and (isl is None or p["isl"] == isl)
-                  and finite(p.get("user_tps_p50")) is not None and finite(p.get("output_tps")) is not None]
+        stored = entry.metrics.get("points")
+        points = [p for p in (stored if isinstance(stored, list) else []) if isinstance(p, dict)
+                  and p.get("role") == "sd" and p.get("isl") in ISL_ORDER and (isl is None or p["isl"] == isl)
+                  and _round(p.get("user_tps_p50")) is not None and _round(p.get("output_tps")) is not None]
         if not points:
             continue
         frontier = set(pareto_frontier([p["user_tps_p50"] for p in points], [p["output_tps"] for p in points]).tolist())
