@@ -11,7 +11,7 @@ itself needs before the request really leaves (scheduling, tokenizing, JSON) the
 against TTFT instead of vanishing, which is how a lagging client shows up in its own numbers.
 
 Turns of a multi-turn row run in order, each with the model's own previous answers in the
-history. A failed turn ends its conversation: the turns after it get records with
+history, as the exact ids the engine streamed where it did (``workload.encode_turn_exact``). A failed turn ends its conversation: the turns after it get records with
 ``error_kind = "skipped_after_error"`` so that nothing is silently missing.
 """
 from __future__ import annotations
@@ -27,8 +27,8 @@ from speedbench.client.engines import get_adapter
 from speedbench.client.engines.base import SamplingOptions
 from speedbench.client.recording import RecordWriter
 from speedbench.client.stream import stream_request
-from speedbench.client.workload import Conversation, encode_turn, prompt_sha256
-from speedbench.records import TurnRecord
+from speedbench.client.workload import Conversation, encode_turn_exact, prompt_sha256
+from speedbench.records import IDS_FROM_ENGINE, IDS_REENCODED, TurnRecord
 
 
 class ErrorBudgetExceeded(RuntimeError):
@@ -93,6 +93,16 @@ class ErrorCounter:
         return self._local if self._shared is None else self._shared.value
 
 
+def output_ids(result, tokenizer) -> tuple[list[int] | None, str | None]:
+    """A finished request's output ids and their origin: the engine's when it streamed them whole,
+    else the text encoded with the target tokenizer (no special tokens), None for a failure."""
+    if result.error is not None:
+        return None, None
+    if result.output_token_ids is not None:
+        return result.output_token_ids, IDS_FROM_ENGINE
+    return tokenizer.encode(result.output_text), IDS_REENCODED
+
+
 async def _sleep_until(deadline_ns: int) -> None:
     # Event-loop timers may fire up to a millisecond early (uvloop rounds to ms): never send
     # before the scheduled time, or TTFT would start after the request left.
@@ -110,9 +120,9 @@ async def run_phase(settings: ClientSettings, phase: PhaseSpec, conversations: l
 
     adapter = get_adapter(settings.engine)(settings.url, SamplingOptions(**settings.sampling), settings.model,
                                            settings.extra_body)
-    tokenizer = None
-    if any(len(c.turns) > 1 for c in conversations):
-        tokenizer = TargetTokenizer.from_folder(settings.tokenizer_path)
+    # Always loaded: multi-turn prompts need it, and so does re-encoding an answer whose ids the
+    # engine did not send (TurnRecord.output_token_ids_source "reencoded").
+    tokenizer = TargetTokenizer.from_folder(settings.tokenizer_path)
     in_flight_limit = phase.slots if phase.load_shape == "closed" else 0
     connector = aiohttp.TCPConnector(limit=in_flight_limit, limit_per_host=in_flight_limit, ttl_dns_cache=None,
                                      enable_cleanup_closed=True)
@@ -122,6 +132,7 @@ async def run_phase(settings: ClientSettings, phase: PhaseSpec, conversations: l
     async def run_conversation(session: aiohttp.ClientSession, conversation: Conversation, scheduled_ns: int) -> int:
         """Run the conversation's missing turns; returns the end time (the slot frees then)."""
         history: list[dict[str, str]] = []
+        answer_ids: list[list[int] | None] = []  # per answer in history: the engine's ids, or None
         failed_at: str | None = None
         for turn_index, turn in enumerate(conversation.turns):
             key = record_key(phase.run_point, conversation.question_id, turn_index, phase.warmup)
@@ -132,13 +143,14 @@ async def run_phase(settings: ClientSettings, phase: PhaseSpec, conversations: l
                     failed_at = key
                     break
                 history = messages + [{"role": "assistant", "content": answer}]
+                answer_ids.append(None)  # resumed: only its text was kept for the history
                 continue
             if failed_at is not None or budget_hit:
                 break
             if turn_index == 0 and conversation.first_prompt_ids:
                 prompt_ids = conversation.first_prompt_ids
             else:
-                prompt_ids = encode_turn(tokenizer, messages, settings.prompt_mode)
+                prompt_ids = encode_turn_exact(tokenizer, messages, settings.prompt_mode, answer_ids)
             started_unix = time.time()
             result = await stream_request(session, adapter, adapter.build_payload(prompt_ids),
                                           settings.request_timeout_s, settings.read_timeout_s)
@@ -155,6 +167,7 @@ async def run_phase(settings: ClientSettings, phase: PhaseSpec, conversations: l
                 output_text=result.output_text, finish_reason=result.finish_reason,
                 response_id=result.response_id, engine_stats=result.engine_stats, error=result.error,
                 error_kind=result.error_kind, attempts=result.attempts)
+            record.output_token_ids, record.output_token_ids_source = output_ids(result, tokenizer)
             writer.write(record)
             if on_record:
                 on_record(record)
@@ -167,6 +180,7 @@ async def run_phase(settings: ClientSettings, phase: PhaseSpec, conversations: l
                                       f"{settings.max_errors}); last: {result.error_kind}: {result.error}")
                 break
             history = messages + [{"role": "assistant", "content": result.output_text}]
+            answer_ids.append(record.output_token_ids if record.output_token_ids_source == IDS_FROM_ENGINE else None)
         if failed_at is not None:
             # Later turns cannot run without the failed turn's answer: record that, once.
             for turn_index in range(len(conversation.turns)):

@@ -52,6 +52,16 @@ class StreamResult:
     error: str | None = None
     error_kind: str | None = None
     attempts: int = 1
+    output_token_ids: list[int] | None = None  # the engine's ids, only when they add up to output_tokens
+
+
+def engine_token_ids(state: StreamState, chunk_tokens: list[int]) -> list[int] | None:
+    """The ids the engine streamed, if they are whole: as many as the chunks counted (so the
+    chunk offsets of ``speedbench.records`` hold); None otherwise (the caller re-encodes)."""
+    ids = state.token_ids
+    if ids is None or state.token_ids_broken or len(ids) != sum(chunk_tokens):
+        return None
+    return ids
 
 
 def _status_kind(status: int) -> str:
@@ -102,6 +112,7 @@ async def stream_request(
     )
     if error is None:
         result.engine_stats = adapter.engine_stats(state)
+        result.output_token_ids = engine_token_ids(state, chunk_tokens)
     result.attempts = attempts
     return result
 

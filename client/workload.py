@@ -98,6 +98,61 @@ def encode_turn(tokenizer: TargetTokenizer, messages: list[dict[str, str]], prom
     raise ValueError(f"prompt mode {prompt_mode!r}: expected one of {', '.join(PROMPT_MODES)}")
 
 
+_ANSWER_MARK = "\x00speedbench-answer-{}\x00"  # stands in for an answer while the template renders
+
+
+def encode_turn_exact(tokenizer: TargetTokenizer, messages: list[dict[str, str]], prompt_mode: str,
+                      answer_ids: list[list[int] | None]) -> list[int]:
+    """Like :func:`encode_turn`, but each earlier answer enters as the exact ids the model produced.
+
+    ``answer_ids[k]`` holds the engine's ids of the k-th assistant message (None: use its text).
+    The prompt is rendered with a mark in place of each such answer, the text between marks is
+    encoded, and the answers' ids go between the pieces, so the history holds what the model
+    generated rather than a re-encoding of its text (which may tokenize differently). When the
+    template changes an answer's text (a template that drops the reasoning of earlier turns, or
+    trims them), splicing would send something the template never renders: the whole prompt is
+    then encoded from text, as :func:`encode_turn` does.
+    """
+    assistants = [i for i, m in enumerate(messages) if m["role"] == "assistant"]
+    spliced = {i: ids for i, ids in zip(assistants, answer_ids) if ids is not None}
+    if not spliced:
+        return encode_turn(tokenizer, messages, prompt_mode)
+    marked = [dict(m, content=_ANSWER_MARK.format(i)) if i in spliced else m for i, m in enumerate(messages)]
+    text, marked_text = _render(tokenizer, messages, prompt_mode), _render(tokenizer, marked, prompt_mode)
+    expected = marked_text
+    for i in spliced:
+        expected = expected.replace(_ANSWER_MARK.format(i), messages[i]["content"], 1)
+    if expected != text or any(marked_text.count(_ANSWER_MARK.format(i)) != 1 for i in spliced):
+        return encode_turn(tokenizer, messages, prompt_mode)
+    ids: list[int] = []
+    rest = marked_text
+    for position, i in enumerate(sorted(spliced)):
+        piece, rest = rest.split(_ANSWER_MARK.format(i), 1)
+        ids += _encode_piece(tokenizer, piece, prompt_mode, first=position == 0) + _answer_body(tokenizer, spliced[i])
+    return ids + tokenizer.encode(rest)
+
+
+def _answer_body(tokenizer: TargetTokenizer, ids: list[int]) -> list[int]:
+    # Engines include the end-of-sequence id that stopped the answer (its text is empty); the
+    # template writes the turn's end itself, so it is dropped here.
+    eos = tokenizer.special_tokens.get("eos_token")
+    eos_id = tokenizer._tokenizer.token_to_id(eos) if eos else None
+    return list(ids[:-1] if ids and eos_id is not None and ids[-1] == eos_id else ids)
+
+
+def _render(tokenizer: TargetTokenizer, messages: list[dict[str, str]], prompt_mode: str) -> str:
+    if prompt_mode == "chat":
+        return tokenizer.render_chat(messages, add_generation_prompt=True)
+    return "\n\n".join(m["content"] for m in messages)
+
+
+def _encode_piece(tokenizer: TargetTokenizer, piece: str, prompt_mode: str, first: bool) -> list[int]:
+    # The tokenizer's own special tokens (BOS) open the prompt when no template writes them.
+    if first and (prompt_mode == "completion" or not tokenizer.has_chat_template):
+        return tokenizer.encode_completion(piece)
+    return tokenizer.encode(piece)
+
+
 def tokenize_first_turns(conversations: list[Conversation], tokenizer: TargetTokenizer, prompt_mode: str) -> None:
     for conversation in conversations:
         conversation.first_prompt_ids = encode_turn(

@@ -17,6 +17,16 @@ an engine streams one event per token but says which verification step a token b
 stamped with the arrival of its first event; ``chunks_are_steps`` says whether the adapter
 could do so (otherwise a chunk may be a token or several merged steps).
 
+Output token ids (added after format version 1; absent/None in older records):
+``output_token_ids`` is one flat list of the ids the request generated, in order, and
+``output_token_ids_source`` says where they came from: ``"engine"`` (the engine streamed them:
+vLLM ``token_ids``, SGLang ``output_ids``, llama.cpp ``tokens``), ``"reencoded"`` (the engine sent
+only text, so the client encoded ``output_text`` with the target tokenizer, without special
+tokens: an approximation, since a re-encoded text need not give the ids the model produced), or
+None (no ids: a failed request). With ``"engine"`` ids the list is aligned with the chunks: chunk
+i's ids are ``output_token_ids[o_i : o_i + chunk_tokens[i]]`` with ``o_i = sum(chunk_tokens[:i])``
+(the offsets are the running sum, so none are stored); ``"reencoded"`` ids carry no alignment.
+
 ``engine_stats`` is the engine's own per-request speculative-decoding report, normalized into
 ``EngineSpecStats`` (with the raw fields kept in ``raw``).
 
@@ -62,6 +72,10 @@ MANIFEST_NAME = "manifest.json"
 RECORDS_NAME = "records.jsonl"
 COUNTERS_NAME = "counters.jsonl"
 RESULTS_NAME = "results.json"
+
+# Where a record's output_token_ids came from (TurnRecord.output_token_ids_source).
+IDS_FROM_ENGINE = "engine"
+IDS_REENCODED = "reencoded"
 
 
 @dataclass
@@ -151,6 +165,10 @@ class TurnRecord:
     engine_stats: EngineSpecStats | None = None
     error: str | None = None
     error_kind: str | None = None
+    # Added after format version 1 (see the module doc): flat ids, aligned with chunk_tokens when
+    # their source is "engine"; "reencoded" when the client encoded output_text itself.
+    output_token_ids: list[int] | None = None
+    output_token_ids_source: str | None = None
     attempts: int = 1  # 2 when a stale kept-alive connection failed before any response and was retried
     format_version: int = RECORD_FORMAT_VERSION
 

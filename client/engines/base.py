@@ -53,6 +53,19 @@ class StreamState:
     usage: dict[str, Any] | None = None
     last_event: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # The generated token ids the engine streamed, in order (None: it sent none). Kept only when
+    # they add up to the tokens counted (``stream_request``); a mismatch discards them.
+    token_ids: list[int] | None = None
+    token_ids_broken: bool = False
+
+    def add_token_ids(self, ids: Any) -> None:
+        """Append one event's new ids (a non-list marks the ids unusable instead of failing the request)."""
+        if not isinstance(ids, list) or not all(isinstance(i, int) for i in ids):
+            self.token_ids_broken = True
+            return
+        if self.token_ids is None:
+            self.token_ids = []
+        self.token_ids.extend(ids)
 
 
 class EngineAdapter:

@@ -9,7 +9,9 @@ adapter uses it as the step key, so chunks become steps. The final event's
 decode steps = completion_tokens - draft_n_accepted - 1 (the prefill token excluded). These are
 all decode steps; the Prometheus ``llamacpp:spec_decode_num_drafts_total`` counts
 ``n_draft_verif_steps``, the steps that carried a draft, so the two are compared by tokens.
-``cache_prompt`` is off so that repeated prompts are measured in full.
+``cache_prompt`` is off so that repeated prompts are measured in full. ``return_tokens`` asks
+for each event's token ids (``tokens``); the xllamacpp build tested here sends none on
+``/v1/completions``, so the client re-encodes the text (``TurnRecord.output_token_ids_source``).
 """
 from __future__ import annotations
 
@@ -32,12 +34,14 @@ class LlamaCppAdapter(EngineAdapter):
     def build_payload(self, prompt_ids: list[int]) -> dict[str, Any]:
         model = {"model": self.model} if self.model else {}
         return completion_payload(self, prompt_ids, **model, ignore_eos=self.sampling.ignore_eos,
-                                  cache_prompt=False, timings_per_token=True)
+                                  cache_prompt=False, timings_per_token=True, return_tokens=True)
 
     def parse_event(self, event: dict[str, Any], state: StreamState) -> tuple[int, Any]:
         timings = event.get("timings")
         before = state.tokens_total
         new = parse_openai_completion_event(event, state, self.name)
+        if event.get("tokens") is not None:
+            state.add_token_ids(event["tokens"])  # with return_tokens: the event's new ids
         if timings and timings.get("predicted_n") is not None:
             # predicted_n is exact and cumulative; it overrides the one-per-text-event count.
             state.tokens_total = before + max(0, int(timings["predicted_n"]) - before)

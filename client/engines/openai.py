@@ -60,6 +60,7 @@ def parse_openai_completion_event(event: dict[str, Any], state: StreamState, eng
             state.finish_reason = choice["finish_reason"]
         if choice.get("token_ids") is not None:
             new_from_ids = len(choice["token_ids"])
+            state.add_token_ids(choice["token_ids"])
     from_usage = usage_delta(event, state)
     if new_from_ids is not None:
         new = new_from_ids

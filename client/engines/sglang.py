@@ -9,7 +9,8 @@ of the latter is the step's token count. The final event's ``meta_info`` carries
 ``spec_correct_drafts_histogram`` grows only as far as the largest count a request accepted
 (``Req.update_spec_correct_drafts_histogram``), so its length is not K + 1, and
 ``spec_cap_length`` is a per-step mean: K comes from ``/get_server_info`` or ``--draft-length``.
-Older releases name the counts ``spec_accept_token_num`` / ``spec_draft_token_num``. SGLang's
+Older releases name the counts ``spec_accept_token_num`` / ``spec_draft_token_num``.
+``output_ids`` carries the generated ids, cumulative or per event (told apart by length). SGLang's
 Prometheus metrics exist only with ``--enable-metrics``. SGLang's own
 ``spec_accept_length`` = completion_tokens / spec_verify_ct counts the prefill token too; the
 normalized statistics use 1 + accepted / verify_steps like the other engines.
@@ -38,6 +39,23 @@ _DRAFTED_KEYS = ("spec_num_proposed_drafts", "spec_draft_token_num")
 def _first(meta: dict[str, Any], keys: tuple[str, ...]) -> int | None:
     value = next((meta[k] for k in keys if meta.get(k) is not None), None)
     return None if value is None else int(value)
+
+
+def _take_output_ids(ids: Any, state: StreamState, total: int, new: int) -> None:
+    """Keep the ids of ``output_ids``, which releases send either cumulatively (the whole output
+    so far, without ``--incremental-streaming-output``) or as this event's delta (with it, and in
+    older releases); the length against ``completion_tokens`` tells which."""
+    if ids is None:
+        return
+    if not isinstance(ids, list):
+        state.token_ids_broken = True
+    elif len(ids) == total and total != new:
+        state.token_ids = None
+        state.add_token_ids(ids)  # cumulative: the whole output so far replaces what was kept
+    elif len(ids) == new:
+        state.add_token_ids(ids)
+    else:
+        state.token_ids_broken = True
 
 
 class SGLangAdapter(EngineAdapter):
@@ -77,6 +95,7 @@ class SGLangAdapter(EngineAdapter):
         new = total - state.tokens_total
         if new < 0:
             raise StreamError("malformed", f"sglang completion_tokens went backwards ({state.tokens_total} -> {total})")
+        _take_output_ids(event.get("output_ids"), state, total, new)
         state.tokens_total = total
         if new > 0:  # token-carrying events: one step each at least (derive_decode_steps)
             state.extra["token_events"] = state.extra.get("token_events", 0) + 1

@@ -128,17 +128,47 @@ def test_payloads_follow_each_engine(engine_runs):
         assert set(body) <= TRTLLM_FIELDS
 
 
-def test_multiturn_history_holds_the_models_answers(engine_runs, target_tokenizer):
-    run = engine_runs["vllm"]
+def _standin_ids(count: int) -> list[int]:
+    return [(7 * k + 3) % 500 + 3 for k in range(count)]  # what the stand-in generates, in order
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+def test_multiturn_history_holds_the_models_answers(engine_runs, target_tokenizer, engine):
+    """Answers enter the history as the ids the engine streamed (vLLM, SGLang); TensorRT-LLM sends
+    only text, so there the history is the rendered conversation encoded whole."""
+    run = engine_runs[engine]
     records = {(r["question_id"], r["turn_index"]): r for r in run["records"]}
     rows = [r for r in story_rows(ROWS, multiturn_every=4) if len(r.turns) == 3]
+    assert rows
     for row in rows:
         answers = [records[(row.question_id, t)]["output_text"] for t in range(2)]
-        expected = target_tokenizer.encode_chat([
-            {"role": "user", "content": row.turns[0]}, {"role": "assistant", "content": answers[0]},
-            {"role": "user", "content": row.turns[1]}, {"role": "assistant", "content": answers[1]},
-            {"role": "user", "content": row.turns[2]}])
+        messages = [{"role": "user", "content": row.turns[0]}, {"role": "assistant", "content": answers[0]},
+                    {"role": "user", "content": row.turns[1]}, {"role": "assistant", "content": answers[1]},
+                    {"role": "user", "content": row.turns[2]}]
+        if engine == "trtllm":
+            expected = target_tokenizer.encode_chat(messages)
+        else:  # split the rendered text at the answers' own text, put their generated ids between
+            text = target_tokenizer.render_chat(messages)
+            first, rest = text.split(answers[0], 1)
+            middle, last = rest.split(answers[1], 1)
+            head = (target_tokenizer.encode(first) if target_tokenizer.has_chat_template
+                    else target_tokenizer.encode_completion(first))
+            lengths = [records[(row.question_id, t)]["output_tokens"] for t in range(2)]
+            expected = (head + _standin_ids(lengths[0]) + target_tokenizer.encode(middle)
+                        + _standin_ids(lengths[1]) + target_tokenizer.encode(last))
         assert run["server"].truth[records[(row.question_id, 2)]["response_id"]]["prompt_ids"] == expected
+
+
+@pytest.mark.parametrize("engine, source", [("vllm", "engine"), ("sglang", "engine"), ("openai", "engine"),
+                                            ("trtllm", "reencoded")])
+def test_records_keep_output_token_ids(engine_runs, target_tokenizer, engine, source):
+    for record in engine_runs[engine]["records"]:
+        assert record["output_token_ids_source"] == source
+        if source == "engine":
+            assert record["output_token_ids"] == _standin_ids(record["output_tokens"])
+            assert len(record["output_token_ids"]) == sum(record["chunk_tokens"])
+        else:
+            assert record["output_token_ids"] == target_tokenizer.encode(record["output_text"])
 
 
 def test_trtllm_rejects_unknown_fields(tmp_path, models_dir):

@@ -1,0 +1,147 @@
+"""Records keep the output token ids: the engine's when it streams them, else the text re-encoded.
+
+The real vLLM ids below were read off ../shared/wire/vllm-0.32.0-cpu/ by hand (each chunk's
+``token_ids``), not taken from the code.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from speedbench.client.engines import get_adapter
+from speedbench.client.engines.base import StreamState
+from speedbench.client.stream import engine_token_ids
+from speedbench.client.workload import encode_turn, encode_turn_exact
+from speedbench.records import TurnRecord
+
+WIRE = Path(__file__).resolve().parents[2].parent / "shared" / "wire" / "vllm-0.32.0-cpu"
+
+# The 48 ids every recorded greedy run produced (draft model, self-draft, n-gram: lossless).
+VLLM_IDS = [432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426, 338, 401, 396, 267, 337, 410, 408, 419, 292,
+            411, 322, 265, 282, 295, 433, 426, 385, 328, 432, 358, 394, 261, 370, 432, 352, 266, 268, 388, 426,
+            338, 391, 266, 267, 337, 335, 312, 432]
+
+
+def _parse(engine: str, events: list[dict]) -> tuple[StreamState, list[int]]:
+    adapter = get_adapter(engine)("http://x")
+    state = StreamState()
+    sizes = [adapter.parse_event(event, state)[0] for event in events]
+    return state, [s for s in sizes if s]
+
+
+def _wire_events(name: str) -> list[dict]:
+    lines = (WIRE / name).read_text().splitlines()
+    return [json.loads(line[6:]) for line in lines if line.startswith("data: ") and line[6:] != "[DONE]"]
+
+
+@pytest.mark.skipif(not WIRE.is_dir(), reason=f"{WIRE} (recorded real-vLLM traffic) is not here")
+@pytest.mark.parametrize("name, first_chunks", [
+    ("draftq4_stream.sse", [[432], [383, 286, 261, 376, 298], [315, 421, 395, 317, 426]]),
+    ("draftself_stream.sse", [[432], [383, 286, 261, 376], [298, 315, 421, 395]]),
+    ("ngram_stream.sse", [[432], [383], [286]]),
+])
+def test_real_vllm_streams_keep_their_ids_aligned_with_chunks(name, first_chunks):
+    state, sizes = _parse("vllm", _wire_events(name))
+    ids = engine_token_ids(state, sizes)
+    assert ids == VLLM_IDS
+    offsets = [sum(sizes[:i]) for i in range(len(sizes))]
+    assert [ids[o:o + n] for o, n in zip(offsets, sizes)][:3] == first_chunks
+    if name == "ngram_stream.sse":  # its two 2-token chunks, 41st and 44th
+        assert ids[offsets[40]:offsets[40] + sizes[40]] == [338, 391]
+        assert ids[offsets[43]:offsets[43] + sizes[43]] == [337, 335]
+
+
+def test_ids_that_do_not_add_up_are_dropped():
+    state = StreamState(token_ids=[1, 2, 3])
+    assert engine_token_ids(state, [2, 1]) == [1, 2, 3]
+    assert engine_token_ids(state, [2, 2]) is None  # a count the ids do not match
+    assert engine_token_ids(StreamState(), [1]) is None  # the engine sent none
+    broken = StreamState(token_ids=[1])
+    broken.add_token_ids("oops")
+    assert engine_token_ids(broken, [1]) is None
+
+
+def _sglang_event(output_ids, total, text="", finish=None):
+    return {"text": text, "output_ids": output_ids,
+            "meta_info": {"id": "s1", "completion_tokens": total, "finish_reason": finish}}
+
+
+def test_sglang_output_ids_cumulative_or_incremental():
+    # Without --incremental-streaming-output the whole output so far; with it, each event's delta.
+    cumulative = [_sglang_event([5], 1), _sglang_event([5, 6, 7], 3), _sglang_event([5, 6, 7, 8], 4)]
+    delta = [_sglang_event([5], 1), _sglang_event([6, 7], 3), _sglang_event([8], 4)]
+    for events in (cumulative, delta):
+        state, sizes = _parse("sglang", events)
+        assert sizes == [1, 2, 1]
+        assert engine_token_ids(state, sizes) == [5, 6, 7, 8]
+    state, sizes = _parse("sglang", [_sglang_event([5], 1), _sglang_event([9], 3)])  # fits neither
+    assert engine_token_ids(state, sizes) is None
+
+
+def test_llamacpp_tokens_field_is_kept_when_sent():
+    events = [{"choices": [{"text": "a", "index": 0}], "tokens": [11], "timings": {"predicted_n": 1, "predicted_ms": 1.0}},
+              {"choices": [{"text": "b", "index": 0}], "tokens": [12], "timings": {"predicted_n": 2, "predicted_ms": 2.0}},
+              {"choices": [{"text": "c", "index": 0}], "tokens": [13], "timings": {"predicted_n": 3, "predicted_ms": 2.0}}]
+    state, sizes = _parse("llamacpp", events)
+    assert engine_token_ids(state, sizes) == [11, 12, 13]
+    assert get_adapter("llamacpp")("http://x").build_payload([1])["return_tokens"] is True
+
+
+def test_old_records_read_without_ids_and_new_ones_round_trip():
+    record = TurnRecord(record_key="c1/q/0", run_point="c1", load_shape="closed", requested_concurrency=1,
+                        request_rate=None, question_id="q", category="c", sub_category="", turn_index=0, num_turns=1,
+                        warmup=False, worker=0, prompt_tokens=1, prompt_sha256="", scheduled_ns=0, send_ns=0,
+                        end_ns=1, started_unix_s=0.0, chunk_tokens=[1, 2], output_tokens=3,
+                        output_token_ids=[4, 5, 6], output_token_ids_source="engine")
+    data = record.to_dict()
+    assert TurnRecord.from_dict(data).output_token_ids == [4, 5, 6]
+    old = {k: v for k, v in data.items() if not k.startswith("output_token_ids")}
+    restored = TurnRecord.from_dict(old)
+    assert restored.output_token_ids is None and restored.output_token_ids_source is None
+
+
+def test_history_splices_the_exact_answer_ids(target_tokenizer):
+    messages = [{"role": "user", "content": "Once upon a time"}, {"role": "assistant", "content": " t7 t9"},
+                {"role": "user", "content": "What next?"}]
+    answer = [400, 401, 402]  # ids the text " t7 t9" would never encode to
+    spliced = encode_turn_exact(target_tokenizer, messages, "chat", [answer])
+    text = target_tokenizer.render_chat(messages, add_generation_prompt=True)
+    before, after = text.split(" t7 t9", 1)
+    first = (target_tokenizer.encode(before) if target_tokenizer.has_chat_template
+             else target_tokenizer.encode_completion(before))
+    assert spliced == first + answer + target_tokenizer.encode(after)
+    # without ids (or in completion mode's plain text) the text is encoded as before
+    assert encode_turn_exact(target_tokenizer, messages, "chat", [None]) == encode_turn(target_tokenizer, messages,
+                                                                                        "chat")
+    plain = encode_turn_exact(target_tokenizer, messages, "completion", [answer])
+    head, tail = "\n\n".join(m["content"] for m in messages).split(" t7 t9", 1)
+    assert plain == target_tokenizer.encode_completion(head) + answer + target_tokenizer.encode(tail)
+
+
+def test_history_drops_the_stopping_eos_and_falls_back_when_the_template_rewrites(target_tokenizer):
+    eos_id = target_tokenizer._tokenizer.token_to_id(target_tokenizer.special_tokens["eos_token"])
+    messages = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "ok"},
+                {"role": "user", "content": "More"}]
+    assert (encode_turn_exact(target_tokenizer, messages, "completion", [[300, eos_id]])
+            == encode_turn_exact(target_tokenizer, messages, "completion", [[300]]))
+
+    class Trimming:  # a template that trims answers: splicing would send what it never renders
+        chat_template = "x"
+        has_chat_template = True
+        special_tokens = target_tokenizer.special_tokens
+        _tokenizer = target_tokenizer._tokenizer
+
+        def render_chat(self, messages, add_generation_prompt=True):
+            return "|".join(m["content"].strip() for m in messages)
+
+        def encode(self, text):
+            return target_tokenizer.encode(text)
+
+        def encode_chat(self, messages, add_generation_prompt=True):
+            return self.encode(self.render_chat(messages))
+
+    padded = [dict(m) for m in messages]
+    padded[1]["content"] = " ok "
+    assert encode_turn_exact(Trimming(), padded, "chat", [[300]]) == target_tokenizer.encode("Hi|ok|More")
