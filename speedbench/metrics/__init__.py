@@ -51,6 +51,9 @@ Modules
 ``validation``  ``MetricInputError``, ``Ragged`` (flat list-of-lists), ``as_count_array``,
     ``as_ragged_counts``, ``as_float_array``.
 ``results``     ``to_jsonable``, ``JsonDataclass``.
+``losslessness``  ``first_divergence(sd_ids, baseline_ids)`` (None when identical),
+    ``compare_outputs(sd, baseline, skipped=None)`` -> ``LosslessnessSummary`` (share identical,
+    first divergence per request, ``NONDETERMINISM_NOTE``).
 """
 from speedbench.metrics.acceptance import (
     AcceptanceComparison,

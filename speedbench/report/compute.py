@@ -16,7 +16,10 @@ best draft length per batch size. It arranges the results into tables:
                   histograms exist);
 - ``speedup``     per (SD run, baseline run, concurrency) on the same dataset config;
 - ``best_draft_length``  per (dataset config, concurrency) when several draft lengths ran;
-- ``flags``       merged chunks, source disagreement, errors, responses cut at max tokens.
+- ``losslessness``  per (SD run, baseline run, point): share of outputs identical token for token
+                  and the first divergence per request (``speedbench.report.lossless``);
+- ``flags``       merged chunks, source disagreement, errors, responses cut at max tokens, outputs
+                  that differ from the baseline's.
 """
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ from typing import Any
 from speedbench import metrics as M
 from speedbench.metrics.run_results import compute_results
 from speedbench.records import TurnRecord
+from speedbench.report.lossless import losslessness_rows
 from speedbench.report.runs import LoadedRun
 
 LATENCY_QUANTITIES = ("ttft", "step_latency", "tpot", "e2e")
@@ -57,13 +61,14 @@ class ReportData:
     provenance: dict[str, Any]
     options: dict[str, Any]
     details: dict[str, Any] = field(default_factory=dict)  # the full per-point analysis
+    losslessness: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return M.to_jsonable({
             "format": REPORT_FORMAT, "title": self.title, "options": self.options, "runs": self.runs,
             "points": self.points, "acceptance": self.acceptance, "position_rates": self.position_rates,
             "speedup": self.speedup, "best_draft_length": self.best_draft_length, "flags": self.flags,
-            "provenance": self.provenance, "details": self.details,
+            "provenance": self.provenance, "details": self.details, "losslessness": self.losslessness,
         })
 
 
@@ -301,13 +306,14 @@ def compute_report(runs: list[LoadedRun], options: ReportOptions | None = None) 
             acceptance += rows
             positions += pos
             details[f"{run.run_id}/{name}"] = point
+    losslessness, lossless_flags = losslessness_rows(runs)
     provenance = {"generator": "speedbench report", "report_format": REPORT_FORMAT, "versions": _versions(),
                   "runs": [_run_summary(run) for run in runs]}
     return ReportData(
         title=options.title, runs=[_run_summary(run, full=False) for run in runs],
         points=points, acceptance=acceptance, position_rates=positions,
         speedup=_speedup_rows(runs, analysed), best_draft_length=_best_draft_rows(runs, analysed),
-        flags=flags, provenance=provenance,
+        flags=flags + lossless_flags, provenance=provenance, losslessness=losslessness,
         options={"num_resamples": options.num_resamples, "confidence": M.bootstrap.DEFAULT_CONFIDENCE,
                  "seed": M.bootstrap.DEFAULT_SEED,
                  "source_disagreement_tolerance": options.agreement_tolerance},

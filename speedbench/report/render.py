@@ -46,6 +46,9 @@ def summary_lines(data: ReportData) -> list[str]:
         estimate = format_value(row["estimated_speedup"], "x")
         lines.append(f"speedup {row['sd_label']} on {row['dataset_config']} c={row['concurrency']}: measured "
                      f"{format_value(row['measured_speedup'], 'x')}, Appendix-G estimate {estimate}")
+    for row in data.losslessness:
+        lines.append(f"lossless {row['sd_label']} vs {row['baseline_label']} {row['point']}: "
+                     f"{row['num_identical']} of {row['num_compared']} outputs identical")
     for row in data.best_draft_length:
         lines.append(f"best K on {row['dataset_config']} at c={row['concurrency']}: {row['best_draft_length']}")
     counts: dict[str, int] = {}

@@ -112,6 +112,17 @@ TABLES: tuple[Table, ...] = (
         Column("dataset_config", "config"), Column("concurrency", "c", "int"),
         Column("best_draft_length", "best K", "int"), Column("best_output_tps", "output TPS"),
         Column("candidates_output_tps", "output TPS by K")), lambda d: d.best_draft_length),
+    Table("losslessness", "Losslessness: SD outputs against the baseline's, token by token", (
+        Column("dataset_config", "config"), Column("sd_label", "SD run"), Column("baseline_label", "baseline run"),
+        Column("point", "point"), Column("temperature_sd", "temperature"), Column("num_compared", "compared", "int"),
+        Column("share_identical", "identical", "pct"), Column("num_divergent", "divergent", "int"),
+        Column("earliest_divergence", "earliest divergence (token)", "int"),
+        Column("median_divergence", "median divergence (token)", "int"), Column("ids", "ids"),
+        Column("skipped", "not compared")), lambda d: d.losslessness,
+        "Same prompts (identical prompt token ids), same load point. At temperature 0 speculative decoding must "
+        "reproduce the baseline's tokens, but batched kernels are not bitwise deterministic, so a small share of "
+        "late divergences is expected: flagged, not rejected. Re-encoded ids (engines that stream text only) "
+        "make divergence indices approximate."),
     Table("latency", "Latency percentiles per load point", (
         Column("label", "run"), Column("dataset_config", "config"), Column("requested_concurrency", "c", "int"),
         *_latency_columns()), lambda d: d.points),

@@ -171,3 +171,38 @@ def test_nan_free_json(report):
     text = files.json.read_text()
     assert "NaN" not in text and "Infinity" not in text
     assert not any(isinstance(v, float) and math.isnan(v) for v in json.loads(text)["points"][0].values())
+
+
+def test_losslessness_table_and_flag(tmp_path, run_writer, records_maker):
+    """SD and baseline on the same prompts; one planted divergence at token 7, one request whose
+    prompt differs, one without ids: 4 compared, 3 identical, flagged (not dropped)."""
+    def records(speculative):
+        made = records_maker(speculative=speculative, draft_length=4, concurrency=1, per_category=2, max_tokens=24,
+                             ttft_s=0.05, step_s=0.02 if speculative else 0.01, seed=3)
+        for index, record in enumerate(made):
+            record.prompt_sha256 = f"{index:064d}"
+            record.output_token_ids = list(range(100, 100 + record.output_tokens))
+            record.output_token_ids_source = "engine"
+        return made
+
+    sd, base = records(True), records(False)
+    assert len(sd) == len(base) == 6
+    sd[1].output_token_ids[7] = 999
+    base[2].prompt_sha256 = "f" * 64
+    base[3].output_token_ids, base[3].output_token_ids_source = None, None
+    sd_dir = run_writer(tmp_path / "sd", speculative=True, concurrencies=(), extra_records=sd)
+    base_dir = run_writer(tmp_path / "base", speculative=False, concurrencies=(), extra_records=base)
+    files = build_report([sd_dir, base_dir], tmp_path / "out")
+    data = json.loads(files.json.read_text())
+    [row] = data["losslessness"]
+    assert (row["point"], row["num_compared"], row["num_identical"], row["num_divergent"]) == ("c1", 4, 3, 1)
+    assert row["share_identical"] == 0.75 and row["earliest_divergence"] == 7 and row["ids"] == "engine"
+    assert row["skipped"] == {"prompt_differs": 1, "no_token_ids": 1}
+    diverged = [r for r in row["requests"] if r["first_divergence"] is not None]
+    assert diverged == [{"request": f"{sd[1].question_id}/0", "first_divergence": 7, "sd_tokens": 24,
+                         "baseline_tokens": 24}]
+    [flag] = [f for f in data["flags"] if f["flag"] == "outputs_differ_from_baseline"]
+    assert flag["count"] == 1 and "3 of 4 outputs identical" in flag["detail"]
+    assert "not bitwise deterministic" in flag["detail"]
+    assert "Losslessness" in files.html.read_text() and "losslessness" in files.csv
+    assert data["points"]  # the SD run is still reported in full

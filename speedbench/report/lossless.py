@@ -1,0 +1,87 @@
+"""The report's losslessness table: each SD run against each baseline run on the same prompts.
+
+Runs pair like the speedup table (same dataset config, SD against non-SD), load point by load point
+(same ``run_point``). Requests pair by question and turn, and only when the prompt's token ids were
+identical (``prompt_sha256``: a later turn whose history already diverged has another prompt). The
+comparison itself is ``speedbench.metrics.losslessness``. A run whose outputs differ is flagged,
+never dropped; re-encoded ids (an engine that sent text only) make a divergence index approximate,
+and the row says which ids it compared.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from speedbench.metrics.losslessness import NONDETERMINISM_NOTE, LosslessnessSummary, compare_outputs
+from speedbench.records import IDS_FROM_ENGINE, TurnRecord
+from speedbench.report.runs import LoadedRun
+
+
+def _outputs(records: list[TurnRecord]) -> dict[str, TurnRecord]:
+    return {f"{r.question_id}/{r.turn_index}": r for r in records}
+
+
+def _pair(sd: list[TurnRecord], base: list[TurnRecord]) -> tuple[dict, dict, dict[str, int], set[str]]:
+    """The ids both runs hold for the same prompts, the reasons others were left out, the id sources."""
+    sd_by, base_by = _outputs(sd), _outputs(base)
+    sd_ids: dict[str, list[int]] = {}
+    base_ids: dict[str, list[int]] = {}
+    skipped: dict[str, int] = {}
+    sources: set[str] = set()
+    for key in sorted(set(sd_by) | set(base_by)):
+        a, b = sd_by.get(key), base_by.get(key)
+        if a is None or b is None:
+            reason = "missing_in_baseline" if b is None else "missing_in_sd"
+        elif not (a.ok and b.ok):
+            reason = "failed"
+        elif a.prompt_sha256 != b.prompt_sha256:
+            reason = "prompt_differs"
+        elif a.output_token_ids is None or b.output_token_ids is None:
+            reason = "no_token_ids"
+        else:
+            sd_ids[key], base_ids[key] = a.output_token_ids, b.output_token_ids
+            sources |= {a.output_token_ids_source or "?", b.output_token_ids_source or "?"}
+            continue
+        skipped[reason] = skipped.get(reason, 0) + 1
+    return sd_ids, base_ids, skipped, sources
+
+
+def _temperature(run: LoadedRun) -> Any:
+    options = run.manifest.get("options") or {}
+    return (options.get("sampling") or {}).get("temperature", options.get("temperature"))
+
+
+def _row(sd: LoadedRun, base: LoadedRun, point: str, summary: LosslessnessSummary, sources: set[str]) -> dict:
+    divergences = sorted(r.first_divergence for r in summary.divergent)
+    return {"dataset_config": sd.dataset_config, "sd_run": sd.run_id, "sd_label": sd.label,
+            "baseline_run": base.run_id, "baseline_label": base.label, "point": point,
+            "temperature_sd": _temperature(sd), "temperature_baseline": _temperature(base),
+            "num_compared": summary.num_compared, "num_identical": summary.num_identical,
+            "share_identical": summary.share_identical, "num_divergent": len(divergences),
+            "earliest_divergence": divergences[0] if divergences else None,
+            "median_divergence": divergences[len(divergences) // 2] if divergences else None,
+            "ids": IDS_FROM_ENGINE if sources == {IDS_FROM_ENGINE} else "+".join(sorted(sources)) or None,
+            "skipped": summary.skipped,
+            "requests": [{"request": r.key, "first_divergence": r.first_divergence, "sd_tokens": r.sd_tokens,
+                          "baseline_tokens": r.baseline_tokens} for r in summary.requests]}
+
+
+def losslessness_rows(runs: list[LoadedRun]) -> tuple[list[dict], list[dict]]:
+    """(table rows, flag rows): one row per (SD run, baseline run, load point both ran)."""
+    rows, flags = [], []
+    for sd in (r for r in runs if r.speculative):
+        for base in (b for b in runs if not b.speculative and b.dataset_config == sd.dataset_config):
+            base_points = dict(base.points())
+            for point, records in sd.points():
+                if point not in base_points:
+                    continue
+                sd_ids, base_ids, skipped, sources = _pair(records, base_points[point])
+                summary = compare_outputs(sd_ids, base_ids, skipped)
+                row = _row(sd, base, point, summary, sources)
+                rows.append(row)
+                if row["num_divergent"]:
+                    flags.append({"run": sd.run_id, "point": point, "flag": "outputs_differ_from_baseline",
+                                  "kind": f"losslessness vs {base.run_id}", "count": row["num_divergent"],
+                                  "detail": f"{row['num_identical']} of {row['num_compared']} outputs identical; "
+                                            f"earliest divergence at token {row['earliest_divergence']} "
+                                            f"(ids: {row['ids']}). {NONDETERMINISM_NOTE}"})
+    return rows, flags
