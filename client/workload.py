@@ -1,9 +1,11 @@
 """The rows to send: a dataset config read from a folder written by ``speedbench build``.
 
 The folder is a Hugging Face dataset folder (``data/<config>/*.parquet`` with the fields of
-``speedbench.schema``). Rows whose first turn is the reference's placeholder sentence
+``speedbench.schema``) or the reference framework's prepared layout
+(``speed/<config>/test.parquet``). Rows with a turn that is the reference's placeholder sentence
 (``speedbench.schema.PLACEHOLDER_PREFIX``: data that must be fetched from its source with
-``speedbench resolve``) are refused: measuring them would measure the placeholder text.
+``speedbench resolve``) are refused, all counted, with the command that resolves them: measuring
+them would measure the placeholder text.
 First turns are tokenized here, once, with the target tokenizer; later turns depend on the
 model's own answers and are tokenized by the worker that runs the conversation.
 """
@@ -13,6 +15,7 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from speedbench.fingerprint import REFERENCE_LAYOUT_DIR, config_parquet_files
 from speedbench.fingerprint import dataset_fingerprint as core_dataset_fingerprint
 from speedbench.schema import placeholder_turns
 from speedbench.tokenization.target import TargetTokenizer
@@ -36,13 +39,21 @@ class Conversation:
 
 
 def config_files(dataset_dir: str | Path, config: str) -> list[Path]:
-    folder = Path(dataset_dir) / "data" / config
-    files = sorted(folder.glob("*.parquet"))
-    if not files:
-        available = sorted(p.name for p in (Path(dataset_dir) / "data").glob("*") if p.is_dir())
-        raise WorkloadError(f"{folder}: no parquet files for config {config!r} "
-                            f"(configs present: {', '.join(available) or 'none'})")
-    return files
+    """``data/<config>/*.parquet``, else the reference's ``speed/<config>/test.parquet``."""
+    try:
+        return config_parquet_files(dataset_dir, config)
+    except FileNotFoundError as error:
+        raise WorkloadError(str(error)) from None
+
+
+def resolve_command(dataset_dir: str | Path, config: str, path: Path) -> str:
+    """The command that fills a layout's placeholders, and the folder to measure afterwards."""
+    dataset_dir = Path(dataset_dir)
+    out = dataset_dir.with_name(dataset_dir.name + "-resolved")
+    if path.parent.parent.name == REFERENCE_LAYOUT_DIR:
+        target = out / REFERENCE_LAYOUT_DIR / config / path.name
+        return f"speedbench resolve {path} --config {config} --out {target}, then --dataset {out}"
+    return f"speedbench resolve {dataset_dir} --out {out}, then --dataset {out}"
 
 
 def dataset_fingerprint(dataset_dir: str | Path, config: str) -> str:
@@ -68,15 +79,13 @@ def load_conversations(dataset_dir: str | Path, config: str, limit: int | None =
         missing = {"question_id", "category", "turns"} - set(table.column_names)
         if missing:
             raise WorkloadError(f"{path}: missing field(s) {', '.join(sorted(missing))}")
-        for index, row in enumerate(table.to_pylist()):
+        rows = table.to_pylist()
+        _refuse_placeholders(dataset_dir, config, path, rows)
+        for index, row in enumerate(rows):
             turns = row.get("turns") or []
             where = f"{path} row {index} (question_id {row.get('question_id')!r})"
             if not turns or not all(isinstance(t, str) and t for t in turns):
                 raise WorkloadError(f"{where}: field 'turns' must be a non-empty list of non-empty strings")
-            if placeholder_turns(turns):
-                raise WorkloadError(
-                    f"{where}: unresolved placeholder row (turn {placeholder_turns(turns)[0] + 1} starts with the "
-                    f"reference's placeholder sentence); run `speedbench resolve` on the dataset first")
             if str(row["question_id"]) in seen:
                 raise WorkloadError(f"{where}: question_id appears twice (records are keyed by it)")
             seen.add(str(row["question_id"]))
@@ -86,6 +95,19 @@ def load_conversations(dataset_dir: str | Path, config: str, limit: int | None =
             if limit is not None and len(conversations) >= limit:
                 return conversations
     return conversations
+
+
+def _refuse_placeholders(dataset_dir: str | Path, config: str, path: Path, rows: list[dict]) -> None:
+    """Measuring a placeholder would measure the placeholder sentence: refuse, with the count and the fix."""
+    marked = [(i, row) for i, row in enumerate(rows)
+              if isinstance(row.get("turns"), list) and placeholder_turns(row["turns"])]
+    if not marked:
+        return
+    index, row = marked[0]
+    raise WorkloadError(
+        f"{path}: {len(marked)} of {len(rows)} rows are unresolved placeholders (their turns start with the "
+        f"reference's placeholder sentence; first: row {index}, question_id {row.get('question_id')!r}, turn "
+        f"{placeholder_turns(row['turns'])[0] + 1}); resolve them with: {resolve_command(dataset_dir, config, path)}")
 
 
 def encode_turn(tokenizer: TargetTokenizer, messages: list[dict[str, str]], prompt_mode: str) -> list[int]:

@@ -11,15 +11,22 @@ import json
 from pathlib import Path
 
 
+# The reference framework's prepared layout: <dir>/speed/<config>/test.parquet.
+REFERENCE_LAYOUT_DIR = "speed"
+
+
 def config_parquet_files(dataset_dir: str | Path, config: str) -> list[Path]:
-    """The parquet files of ``config`` in a dataset folder (``data/<config>/*.parquet``), sorted."""
-    folder = Path(dataset_dir) / "data" / config
-    files = sorted(folder.glob("*.parquet"))
-    if not files:
-        available = sorted(p.name for p in (Path(dataset_dir) / "data").glob("*") if p.is_dir())
-        raise FileNotFoundError(f"{folder}: no parquet files for config {config!r} "
-                                f"(configs present: {', '.join(available) or 'none'})")
-    return files
+    """The parquet files of ``config`` in a dataset folder, sorted: ``data/<config>/*.parquet`` (what
+    ``speedbench build`` and the Hub write), else ``speed/<config>/*.parquet`` (the reference
+    framework's prepared layout, ``test.parquet``). The same rows give the same fingerprint in both."""
+    for layout in ("data", REFERENCE_LAYOUT_DIR):
+        files = sorted((Path(dataset_dir) / layout / config).glob("*.parquet"))
+        if files:
+            return files
+    available = sorted({f"{p.parent.name}/{p.name}" for layout in ("data", REFERENCE_LAYOUT_DIR)
+                        for p in (Path(dataset_dir) / layout).glob("*") if p.is_dir()})
+    raise FileNotFoundError(f"{Path(dataset_dir) / 'data' / config} (or {REFERENCE_LAYOUT_DIR}/{config}/test.parquet): "
+                            f"no parquet files for config {config!r} (configs present: {', '.join(available) or 'none'})")
 
 
 def dataset_fingerprint(dataset_dir: str | Path, config: str) -> str:

@@ -41,7 +41,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--engine", required=True, choices=["vllm", "sglang", "trtllm", "llamacpp", "openai"])
     parser.add_argument("--url", required=True, help="server base URL, e.g. http://127.0.0.1:8000")
     parser.add_argument("--tokenizer", required=True, help="folder with the target model's tokenizer.json")
-    parser.add_argument("--dataset", required=True, help="dataset folder written by `speedbench build`")
+    parser.add_argument("--dataset", required=True,
+                        help="dataset folder written by `speedbench build` (data/<config>/*.parquet) or in the "
+                             "reference framework's prepared layout (speed/<config>/test.parquet)")
     parser.add_argument("--config", required=True, help="dataset config, e.g. qualitative, throughput_1k")
     parser.add_argument("--out", required=True, help="run folder (created; resumed when it exists)")
     parser.add_argument("--limit", type=int, help="first N rows only")
