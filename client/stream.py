@@ -61,6 +61,8 @@ def engine_token_ids(state: StreamState, chunk_tokens: list[int]) -> list[int] |
     ids = state.token_ids
     if ids is None or state.token_ids_broken or len(ids) != sum(chunk_tokens):
         return None
+    if not all(type(i) is int and i >= 0 for i in ids):  # one pass per request, not per chunk
+        return None
     return ids
 
 

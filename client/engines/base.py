@@ -59,8 +59,9 @@ class StreamState:
     token_ids_broken: bool = False
 
     def add_token_ids(self, ids: Any) -> None:
-        """Append one event's new ids (a non-list marks the ids unusable instead of failing the request)."""
-        if not isinstance(ids, list) or not all(isinstance(i, int) for i in ids):
+        """Append one event's new ids (a non-list marks the ids unusable instead of failing the
+        request; the elements are checked once, at the end, by ``stream.engine_token_ids``)."""
+        if type(ids) is not list:
             self.token_ids_broken = True
             return
         if self.token_ids is None:

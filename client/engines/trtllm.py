@@ -11,6 +11,9 @@ its speculative counters only with ``enable_iter_perf_stats``. ``GET /perf_metri
 requests' entries: ``request_id`` (the stream's id is ``cmpl-<request_id>``) and
 ``perf_metrics.speculative_decoding{total_draft_tokens, total_accepted_draft_tokens}``, an exact
 per-request source (:func:`stats_from_perf_metrics`, joined to records by the runner).
+Output ids: ``return_token_ids`` is refused, but the streamed choice model of recent releases
+declares ``token_ids`` (``tensorrt_llm/serve/openai_protocol.py``); where a server fills it, the
+shared parser keeps the ids, otherwise the client re-encodes the text.
 """
 from __future__ import annotations
 

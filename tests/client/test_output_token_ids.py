@@ -145,3 +145,20 @@ def test_history_drops_the_stopping_eos_and_falls_back_when_the_template_rewrite
     padded = [dict(m) for m in messages]
     padded[1]["content"] = " ok "
     assert encode_turn_exact(Trimming(), padded, "chat", [[300]]) == target_tokenizer.encode("Hi|ok|More")
+
+
+def test_ids_of_the_wrong_type_are_dropped_not_recorded():
+    for bad in ([1, "2"], [1, -3], [1, 2.0], [1, True]):
+        state = StreamState()
+        state.add_token_ids(bad)
+        assert engine_token_ids(state, [2]) is None, bad
+
+
+def test_trtllm_keeps_token_ids_when_its_stream_carries_them():
+    def event(ids, total):
+        return {"id": "cmpl-7", "object": "text_completion", "created": 1, "model": "m",
+                "choices": [{"index": 0, "text": "x", "token_ids": ids, "avg_decoded_tokens_per_iter": 2.0}],
+                "usage": {"prompt_tokens": 3, "completion_tokens": total, "total_tokens": 3 + total}}
+    state, sizes = _parse("trtllm", [event([21], 1), event([22, 23], 3)])
+    assert sizes == [1, 2] and engine_token_ids(state, sizes) == [21, 22, 23]
+    assert "return_token_ids" not in get_adapter("trtllm")("http://x").build_payload([1])
