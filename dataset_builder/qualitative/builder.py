@@ -50,6 +50,35 @@ def specbench_by_category(files: SourceFiles) -> dict[str, list[DatasetRow]]:
     return rows
 
 
+def _choose(category: str, index: int, pool_rows: list[DatasetRow], pool_vectors: np.ndarray, take: int,
+            options: dict, seed: int) -> tuple[np.ndarray, np.ndarray, dict]:
+    """(selected indices, the random baseline's indices, what the composition rules did)."""
+    rng_seed = [seed, index]
+    chosen = select(pool_vectors, take, options["selector"], seed=int(np.random.default_rng(rng_seed).integers(2**31)))
+    rules = rules_for(category, pool_rows, take) if options["selector"] != "random" else None
+    broken = violations(rules, chosen) if rules else []
+    chosen, swaps = enforce(pool_vectors, chosen, rules)
+    random_chosen = random_select(len(pool_rows), take, np.random.default_rng(rng_seed + [2]))
+    composition = {"rule": rules.description if rules else None, "selector_broke": broken, "swaps": swaps,
+                   "unmet": violations(rules, chosen) if rules else []}
+    return chosen, random_chosen, composition
+
+
+def _category_stats(pool: CategoryPool, removed: int, pool_rows: list[DatasetRow], selected: list[DatasetRow],
+                    composition: dict, result) -> dict:
+    return {
+        "candidates": pool.available, "pool_after_cap": len(pool.rows), "near_duplicates_removed": removed,
+        "pool": len(pool_rows), "selected": len(selected), "pool_per_source": pool.per_source,
+        "selected_per_source": dict(sorted(Counter(r.source for r in selected).items())),
+        "multiturn": sum(r.multiturn for r in selected),
+        "pool_difficulty": dict(sorted(Counter(r.difficulty or "none" for r in pool_rows).items())),
+        "languages": sorted({r.language for r in selected}),
+        "composition": composition,
+        **selection_profile(selected),
+        "mean_similarity": {"selected": result.ours, "random": result.random, "specbench": result.specbench},
+    }
+
+
 def build_qualitative(ctx: BuildContext) -> BuiltConfig:
     from tqdm.auto import tqdm
 
@@ -65,52 +94,39 @@ def build_qualitative(ctx: BuildContext) -> BuiltConfig:
     rows: list[DatasetRow] = []
     results, category_stats, short = [], {}, {}
     embedded_total = 0
-    for index, category in enumerate(tqdm(QUALITATIVE_CATEGORIES, desc="qualitative", unit="category",
-                                          disable=not ctx.progress)):
-        pool: CategoryPool = cap_pool(category, candidates[category], int(options["pool_cap"] or 0), ctx.seed)
-        vectors, embedded = embed_texts([embedding_text(r) for r in pool.rows], embedder, cache,
-                                        progress=ctx.progress, description=f"embedding {category}")
-        embedded_total += embedded
-        drop = near_duplicates(vectors, float(options["dedup_threshold"]))
-        keep = np.flatnonzero(~drop)
-        pool_rows, pool_vectors = [pool.rows[i] for i in keep], vectors[keep]
-        if len(pool_rows) < k:
-            message = (f"category {category!r}: only {len(pool_rows)} candidates after de-duplication "
-                       f"({pool.available} before the cap), fewer than the {k} asked for")
-            if not options["allow_short"]:
-                raise ShortPoolError(message + "; pass --allow-short to write it anyway")
-            short[category] = len(pool_rows)
-        take = min(k, len(pool_rows))
-        seed = [ctx.seed, index]
-        chosen = select(pool_vectors, take, options["selector"], seed=int(np.random.default_rng(seed).integers(2**31)))
-        rules = rules_for(category, pool_rows, take) if options["selector"] != "random" else None
-        broken = violations(rules, chosen) if rules else []
-        chosen, composition_swaps = enforce(pool_vectors, chosen, rules)
-        random_chosen = random_select(len(pool_rows), take, np.random.default_rng(seed + [2]))
-        spec_vectors = None
-        if spec_rows.get(category):
-            compared = spec_rows[category][:int(options["specbench_compare_cap"])] or spec_rows[category]
-            spec_vectors, embedded = embed_texts([embedding_text(r) for r in compared], embedder, cache)
+    try:
+        for index, category in enumerate(tqdm(QUALITATIVE_CATEGORIES, desc="qualitative", unit="category",
+                                              disable=not ctx.progress)):
+            pool: CategoryPool = cap_pool(category, candidates[category], int(options["pool_cap"] or 0), ctx.seed)
+            vectors, embedded = embed_texts([embedding_text(r) for r in pool.rows], embedder, cache,
+                                            progress=ctx.progress, description=f"embedding {category}")
             embedded_total += embedded
-        results.append(measure(category, pool_vectors, chosen, random_chosen, spec_vectors))
-        selected = sorted((pool_rows[i] for i in chosen), key=lambda r: r.question_id)
-        rows += selected
-        category_stats[category] = {
-            "candidates": pool.available, "pool_after_cap": len(pool.rows), "near_duplicates_removed": int(drop.sum()),
-            "pool": len(pool_rows), "selected": len(selected), "pool_per_source": pool.per_source,
-            "selected_per_source": dict(sorted(Counter(r.source for r in selected).items())),
-            "multiturn": sum(r.multiturn for r in selected),
-            "pool_difficulty": dict(sorted(Counter(r.difficulty or "none" for r in pool_rows).items())),
-            "languages": sorted({r.language for r in selected}),
-            "composition": {"rule": rules.description if rules else None, "selector_broke": broken,
-                            "swaps": composition_swaps, "unmet": violations(rules, chosen) if rules else []},
-            **selection_profile(selected),
-            "mean_similarity": {"selected": results[-1].ours, "random": results[-1].random,
-                                "specbench": results[-1].specbench},
-        }
-    cache.close()
-    if hasattr(embedder, "close"):
-        embedder.close()
+            drop = near_duplicates(vectors, float(options["dedup_threshold"]))
+            keep = np.flatnonzero(~drop)
+            pool_rows, pool_vectors = [pool.rows[i] for i in keep], vectors[keep]
+            if len(pool_rows) < k:
+                message = (f"category {category!r}: only {len(pool_rows)} candidates after de-duplication "
+                           f"({pool.available} before the cap), fewer than the {k} asked for")
+                if not options["allow_short"]:
+                    raise ShortPoolError(message + "; pass --allow-short to write it anyway")
+                short[category] = len(pool_rows)
+            take = min(k, len(pool_rows))
+            chosen, random_chosen, composition = _choose(category, index, pool_rows, pool_vectors, take, options,
+                                                         ctx.seed)
+            spec_vectors = None
+            if spec_rows.get(category):
+                compared = spec_rows[category][:int(options["specbench_compare_cap"])] or spec_rows[category]
+                spec_vectors, embedded = embed_texts([embedding_text(r) for r in compared], embedder, cache)
+                embedded_total += embedded
+            results.append(measure(category, pool_vectors, chosen, random_chosen, spec_vectors))
+            selected = sorted((pool_rows[i] for i in chosen), key=lambda r: r.question_id)
+            rows += selected
+            category_stats[category] = _category_stats(pool, int(drop.sum()), pool_rows, selected, composition,
+                                                       results[-1])
+    finally:
+        cache.close()
+        if hasattr(embedder, "close"):
+            embedder.close()       # stops the embedding worker processes
     markdown, report_files = write_report(ctx.out_dir, results, embedder.model_id)
     stats = {
         "selector": options["selector"], "embedder": embedder.model_id, "per_category": k,
