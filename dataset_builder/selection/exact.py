@@ -43,8 +43,25 @@ def float32_error_bound(d: int, dtype=np.float32, terms: int = 1, scale: float =
     return 2.0 * terms * scale * (d + 2) * u / (1.0 - (d + 2) * u)
 
 
+def take_rows(x: np.ndarray, index) -> np.ndarray:
+    """x[index]; rows of a memory-mapped file are read with ``os.pread``: fancy indexing a map
+    faults in the pages around every row (fault-around, 64 KiB each), and scattered reads over a
+    pool of millions would leave most of the file mapped and counted in the process's memory."""
+    index = np.asarray(index, dtype=np.int64)
+    if not (isinstance(x, np.memmap) and getattr(x, "filename", None) and x.flags.c_contiguous) or len(index) == 0:
+        return np.asarray(x[index])
+    import os
+
+    row_bytes = x.shape[1] * x.itemsize
+    out = np.empty((len(index), x.shape[1]), dtype=x.dtype)
+    with open(x.filename, "rb", buffering=0) as handle:
+        for i, row in enumerate(index.tolist()):
+            out[i] = np.frombuffer(os.pread(handle.fileno(), row_bytes, int(x.offset) + row * row_bytes), dtype=x.dtype)
+    return out
+
+
 def rows64(x: np.ndarray, index) -> np.ndarray:
-    return np.asarray(x[np.asarray(index, dtype=np.int64)], dtype=np.float64)
+    return np.asarray(take_rows(x, index), dtype=np.float64)
 
 
 def rowdot(rows: np.ndarray, vector: np.ndarray) -> np.ndarray:

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from speedbench.dataset_builder.selection.exact import (TIE_TOLERANCE, exact_objective, greedy_pick, rows64,
-                                                        selected_sum, swap_out_costs, swap_pick)
+from speedbench.dataset_builder.selection.exact import (TIE_TOLERANCE, exact_objective, greedy_pick, rowdot,
+                                                        rows64, selected_sum, swap_out_costs, swap_pick)
 from speedbench.dataset_builder.selection.faiss_index import PoolIndex
 from speedbench.dataset_builder.selection.greedy_swap import first_row
 
@@ -63,13 +63,20 @@ def _lowest_m(index: PoolIndex, s: np.ndarray, taken: set[int], count: int):
 def greedy_step(index: PoolIndex, chosen: list[int], tolerance: float, rerank: int, stats: FaissSelection) -> int:
     s = selected_sum(index.store, chosen)
     taken = set(chosen)
-    count = len(chosen) + (64 if index.exact else rerank)
+    count = len(chosen) + (64 if index.exact else min(rerank, 256))
     while True:
         m, ids, last = _lowest_m(index, s, taken, count)
         stats.searches += 1
         stats.widest_query = max(stats.widest_query, count)
         if not index.exact:
-            return greedy_pick(index.store, ids, s, tolerance)
+            # No error bound: estimate it from the returned rows (approximate vs exact m) and widen
+            # until the unreturned rows are unlikely to hold the best, up to ``rerank`` rows.
+            exact_m = rowdot(rows64(index.store, ids), s)
+            error = float(np.abs(exact_m - m).max()) if len(m) else 0.0
+            if count >= rerank or last == np.inf or last - 2 * error > exact_m.min() + tolerance:
+                return greedy_pick(index.store, ids, s, tolerance)
+            count *= 4
+            continue
         width = tolerance + 2 * index.error_bound(float(np.linalg.norm(s)))
         if len(m) and last > m.min() + width:
             return greedy_pick(index.store, ids[m <= m.min() + width], s, tolerance)
@@ -106,15 +113,21 @@ def swap_step(index: PoolIndex, chosen: np.ndarray, tolerance: float, rerank: in
     selected = rows64(index.store, chosen)
     costs = swap_out_costs(index.store, chosen, s)
     taken = set(int(i) for i in chosen)
-    count = max(4 * len(chosen), first_query) if index.exact else rerank
+    count = max(4 * len(chosen), first_query) if index.exact else min(rerank, 4096)
     while True:
-        _, ids, last = _lowest_m(index, s, taken, count)
+        approx_m, ids, last = _lowest_m(index, s, taken, count)
         stats.searches += 1
         stats.widest_query = max(stats.widest_query, count)
         deltas = _candidate_deltas(index, ids, selected, s, costs)
         best = float(deltas.min()) if deltas.size else np.inf
         bound = best + tolerance + 1.0 + NORM_SLACK + float(costs.max()) + 1e-9
-        if not index.exact or last == np.inf or last > bound + index.error_bound(float(np.linalg.norm(s))):
+        if index.exact:
+            error = index.error_bound(float(np.linalg.norm(s)))
+        else:   # estimated from the returned rows; widening stops at ``rerank`` rows
+            error = 2 * float(np.abs(rowdot(rows64(index.store, ids), s) - approx_m).max()) if len(ids) else 0.0
+            if count >= rerank:
+                break
+        if last == np.inf or last > bound + error:
             break
         count *= 4
     # float64 products vs the exact row sums differ by ~1e-13: a margin keeps every near-tie.
@@ -141,8 +154,8 @@ def faiss_swap_refine(index: PoolIndex, selection: FaissSelection, max_swaps: in
 
 
 def faiss_greedy_swap(index: PoolIndex, k: int, rng: np.random.Generator, swaps: bool = True,
-                      max_swaps: int = 100_000, tolerance: float = TIE_TOLERANCE, rerank: int = 256,
-                      swap_rerank: int = 4096, first_query: int = 1024) -> FaissSelection:
+                      max_swaps: int = 100_000, tolerance: float = TIE_TOLERANCE, rerank: int = 4096,
+                      swap_rerank: int = 65536, first_query: int = 1024) -> FaissSelection:
     """Algorithm 1 end to end over ``index``; ``objective`` is recomputed exactly from the store."""
     selection = faiss_greedy(index, k, rng, tolerance=tolerance, rerank=rerank)
     if swaps:
