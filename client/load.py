@@ -65,6 +65,7 @@ class PhaseSpec:
     slots: int = 1  # this worker's share of the closed-loop concurrency
     arrival_offsets_ns: list[int] | None = None  # open loop: one per conversation, in order
     done: dict[str, str | None] = field(default_factory=dict)  # record_key -> output text (None: failed)
+    done_ids: dict[str, list[int]] = field(default_factory=dict)  # record_key -> the engine's output ids
 
 
 def record_key(run_point: str, question_id: str, turn_index: int, warmup: bool = False) -> str:
@@ -143,7 +144,7 @@ async def run_phase(settings: ClientSettings, phase: PhaseSpec, conversations: l
                     failed_at = key
                     break
                 history = messages + [{"role": "assistant", "content": answer}]
-                answer_ids.append(None)  # resumed: only its text was kept for the history
+                answer_ids.append(phase.done_ids.get(key))  # resumed: its ids when the engine sent them
                 continue
             if failed_at is not None or budget_hit:
                 break

@@ -33,7 +33,7 @@ from speedbench.client.workload import (
 )
 from speedbench.client.source_check import counter_warnings, request_stats_warnings
 from speedbench.metrics.run_results import compute_results, read_counter_points
-from speedbench.records import COUNTERS_NAME, MANIFEST_NAME, RESULTS_NAME, RunManifest, read_records
+from speedbench.records import COUNTERS_NAME, IDS_FROM_ENGINE, MANIFEST_NAME, RESULTS_NAME, RunManifest, read_records
 DEFAULT_CONCURRENCY = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 # Manifest options that must match for a resume (others, like --workers, may change).
 RESUME_KEYS = ("engine", "url", "dataset_config", "dataset_config_sha256", "tokenizer_sha256", "prompt_mode")
@@ -203,6 +203,9 @@ def execute_run(options: RunOptions, log=print) -> dict:
         read_timeout_s=options.read_timeout_s, max_errors=options.max_errors)
     existing = load_existing(records_path)
     done = {key: (r.output_text if r.ok else None) for key, r in existing.items()}
+    # The engine's ids of answers a later turn needs: a resumed conversation splices them too.
+    done_ids = {key: r.output_token_ids for key, r in existing.items()
+                if r.ok and r.output_token_ids_source == IDS_FROM_ENGINE and r.turn_index < r.num_turns - 1}
     total_turns = sum(len(c.turns) for c in conversations)
     progress = None
     if options.progress:
@@ -219,7 +222,7 @@ def execute_run(options: RunOptions, log=print) -> dict:
                 continue
             _run_warmup(options, settings, adapter, point, concurrency, rate, conversations, done)
             _measure_point(options, settings, adapter, point, concurrency, rate, conversations, done,
-                           resumed=len(missing) < len(keys), progress=progress)
+                           resumed=len(missing) < len(keys), progress=progress, done_ids=done_ids)
             if not stats_checked and not baseline:  # once, from the first phase that produced responses
                 stats_checked = True
                 for warning in request_stats_warnings(options.engine, [
@@ -270,14 +273,14 @@ def _run_warmup(options: RunOptions, settings: ClientSettings, adapter, point: s
 
 
 def _measure_point(options: RunOptions, settings: ClientSettings, adapter, point: str, concurrency, rate,
-                   conversations, done: dict, resumed: bool, progress) -> None:
+                   conversations, done: dict, resumed: bool, progress, done_ids: dict | None = None) -> None:
     """The point's measured phase between two counter scrapes (appended to ``counters.jsonl``)."""
     _, before = run_event_loop(_describe_and_scrape(adapter, False))
     todo = [c for c in conversations
             if any(record_key(point, c.question_id, t) not in done for t in range(len(c.turns)))]
     offsets = poisson_offsets_ns(len(todo), rate, options.arrival_seed) if rate else None
     phase = PhaseSpec(point, options.load_shape, concurrency, rate, False, 0,
-                      slots=concurrency or 1, arrival_offsets_ns=offsets, done=done)
+                      slots=concurrency or 1, arrival_offsets_ns=offsets, done=done, done_ids=done_ids or {})
     log_start = time.time()
     try:
         run_phase_in_workers(settings, phase, todo, options.workers, progress)

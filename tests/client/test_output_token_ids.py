@@ -162,3 +162,28 @@ def test_trtllm_keeps_token_ids_when_its_stream_carries_them():
     state, sizes = _parse("trtllm", [event([21], 1), event([22, 23], 3)])
     assert sizes == [1, 2] and engine_token_ids(state, sizes) == [21, 22, 23]
     assert "return_token_ids" not in get_adapter("trtllm")("http://x").build_payload([1])
+
+
+def test_a_resumed_conversation_splices_the_recorded_answer_ids(tmp_path, models_dir):
+    """Turns 1 and 2 of a 3-turn row are cut from records.jsonl; the resumed turn 1 must get the
+    same prompt as in the first run (turn 0's engine ids spliced), not its text re-encoded."""
+    from speedbench.client.testing.fixtures import read_jsonl, run_cli, story_rows, write_dataset
+    from speedbench.client.testing.standin import StandinServer
+
+    dataset = write_dataset(tmp_path / "d", story_rows(1, multiturn_every=1))
+    out = tmp_path / "r"
+    with StandinServer("vllm") as server:
+        args = ("--concurrency", "1", "--max-tokens", "12")
+        assert run_cli("vllm", server.url, dataset, out, models_dir, *args) == 0
+        first = {r["turn_index"]: r for r in read_jsonl(out / "records.jsonl")}
+        first_prompt = server.truth[first[1]["response_id"]]["prompt_ids"]
+        lines = (out / "records.jsonl").read_text().splitlines()
+        (out / "records.jsonl").write_text("\n".join(l for l in lines if '"turn_index":0' in l) + "\n")
+        assert run_cli("vllm", server.url, dataset, out, models_dir, *args) == 0
+        again = {r["turn_index"]: r for r in read_jsonl(out / "records.jsonl")}
+        resumed_prompt = server.truth[again[1]["response_id"]]["prompt_ids"]
+    assert first[0]["output_token_ids_source"] == "engine"
+    assert again[1]["response_id"] != first[1]["response_id"]  # really sent again
+    assert resumed_prompt == first_prompt
+    ids = first[0]["output_token_ids"]
+    assert any(resumed_prompt[i:i + len(ids)] == ids for i in range(len(resumed_prompt)))
