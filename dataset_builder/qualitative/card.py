@@ -65,10 +65,9 @@ def _mix(counts: dict) -> str:
 def _task_cell(category: str, stat: dict, rows: list[DatasetRow]) -> str:
     tasks = stat["task_types"]
     if category == "coding":
-        # Programming languages are named in HumanEvalPack's sub-categories (format/language);
-        # competitive problems are language-free (stdin/stdout, or LeetCode's Python starter).
-        named = sorted({r.sub_category.split("/")[1] for r in rows
-                        if "/" in r.sub_category and not r.sub_category.startswith("competitive_programming")})
+        # The programming language is the last part of a coding sub-category (format/language,
+        # competitive_programming/platform/language).
+        named = sorted({r.sub_category.split("/")[-1] for r in rows if "/" in r.sub_category})
         return f"{_mix(tasks)}; programming languages named: {len(named)} ({', '.join(named)})"
     if category == "multilingual" or len(tasks) <= 4:
         return _mix(tasks)

@@ -2,12 +2,14 @@
 
 Mirror: ``code_contests/CodeContests_zeroshot_for_test_case_generation.jsonl``, 165 Codeforces
 problems. The statement is the ``'''`` docstring of CodeT's prompt (Input/Output sections kept,
-examples cut by CodeT); the stub and assertion CodeT appends are dropped. Difficulty is CodeContests'
+examples cut by CodeT); the stub and assertion CodeT appends are dropped, and the prompt asks for
+the solution in one of six programming languages (``_programming.py``). Difficulty is CodeContests'
 own ``difficulty`` enum, which for Codeforces is the problem letter (7 = A, 8 = B, ...): A-B easy,
 C-D medium, E and later hard.
 """
 from __future__ import annotations
 
+from speedbench.dataset_builder.sources._programming import STDIN, solution_language
 from speedbench.dataset_builder.sources._read import SourceError, field, read_jsonl
 from speedbench.schema import DatasetRow
 
@@ -15,8 +17,7 @@ SOURCE = "deepmind/code_contests"
 LICENSE = "CC-BY-4.0"
 FEEDS = ("coding",)
 FILE = "code_contests/CodeContests_zeroshot_for_test_case_generation.jsonl"
-INSTRUCTION = ("Solve the following competitive programming problem. Read the input from standard input "
-               "and write the answer to standard output.\n\n{statement}")
+INSTRUCTION = "Solve the following competitive programming problem. {stdin}\n\n{statement}"
 LETTER_A = 7   # CodeContests' Difficulty enum: A = 7, B = 8, ...
 
 
@@ -39,9 +40,11 @@ def candidates(files) -> list[DatasetRow]:
         level = field(meta, "difficulty", path, lineno, int)
         if level < LETTER_A:
             raise SourceError(f"{path}:{lineno}: meta_data.difficulty {level} is not a Codeforces problem letter (>= 7)")
+        name = field(meta, "task_name", path, lineno)
+        fence, language = solution_language(f"code_contests/{name}")
+        text = INSTRUCTION.format(stdin=STDIN.format(name=language),
+                                  statement=statement(field(obj, "prompt", path, lineno), path, lineno))
         rows.append(DatasetRow(
-            category="coding", sub_category="competitive_programming/codeforces",
-            turns=[INSTRUCTION.format(statement=statement(field(obj, "prompt", path, lineno), path, lineno))],
-            source=SOURCE, src_id=field(meta, "task_name", path, lineno), difficulty=difficulty(level),
-            license=LICENSE))
+            category="coding", sub_category=f"competitive_programming/codeforces/{fence}", turns=[text],
+            source=SOURCE, src_id=name, difficulty=difficulty(level), license=LICENSE))
     return rows

@@ -19,6 +19,8 @@ from speedbench.dataset_builder.qualitative.pools import collect_candidates
 from speedbench.dataset_builder.sources import ADAPTER_MODULES, SourceError, SourceFiles, adapter, all_adapters
 
 HARD_CATEGORIES = ("coding", "humanities", "math", "stem")
+LANGUAGE_NAMES = {"python": "Python", "cpp": "C++", "java": "Java", "go": "Go", "javascript": "JavaScript",
+                  "rust": "Rust"}
 
 
 def _jsonl(path: Path) -> list[dict]:
@@ -56,10 +58,12 @@ def test_livecodebench_rows_are_the_problems_with_platform_and_difficulty(source
     for problem in problems:
         row = rows[problem["question_id"]]
         assert row.turns[0].startswith(problem["question_content"].strip())
+        platform, language = row.sub_category.split("/")[1:]
         if problem["starter_code"].strip():
-            assert problem["starter_code"].rstrip() in row.turns[0]
-        assert row.difficulty == problem["difficulty"]
-        assert row.sub_category == f"competitive_programming/{problem['platform']}"
+            assert problem["starter_code"].rstrip() in row.turns[0] and language == "python"
+        else:
+            assert row.turns[0].endswith(f"Write the solution in {LANGUAGE_NAMES[language]}.")
+        assert row.difficulty == problem["difficulty"] and platform == problem["platform"]
     qwen = _jsonl(sources_dir / "livecodebench" / "livecodebench_v5.jsonl")
     extra = {q["question_id"] for q in qwen} - {p["question_id"] for p in problems}
     extra_atcoder = {q for q in extra if q.startswith(("abc", "arc", "agc"))}
@@ -67,6 +71,7 @@ def test_livecodebench_rows_are_the_problems_with_platform_and_difficulty(source
     assert all(rows[q].difficulty in ("easy", "medium", "hard") for q in extra_atcoder)
     assert rows["abc365_b"].difficulty == "easy" and "second largest" in rows["abc365_b"].turns[0]
     assert "Question:" not in rows["abc365_b"].turns[0]
+    assert len({r.sub_category.split("/")[-1] for r in rows.values()}) == 6   # six solution languages
 
 
 def test_livecodebench_bad_difficulty_names_file_and_line(sources_dir, tmp_path):
@@ -95,6 +100,9 @@ def test_code_contests_statement_and_letter_difficulty(sources_dir):
     first = rows[0]
     assert first.src_id == "1575_A. Another Sorting Problem" and first.difficulty == "easy"   # A = 7
     assert "asc-desc-endingly" in first.turns[0] and "def solution" not in first.turns[0]
+    language = first.sub_category.split("/")[-1]
+    assert first.sub_category.startswith("competitive_programming/codeforces/")
+    assert f"Write the solution in {LANGUAGE_NAMES[language]}." in first.turns[0]
     by_letter = Counter((r.src_id.split(".")[0].split("_")[1][0], r.difficulty) for r in rows)
     assert all(d == "easy" for (letter, d) in by_letter if letter in "AB")
     assert all(d == "medium" for (letter, d) in by_letter if letter in "CD")
