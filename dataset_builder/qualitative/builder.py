@@ -34,6 +34,14 @@ class ShortPoolError(ValueError):
     """A category has fewer candidates than the rows asked for (and --allow-short was not given)."""
 
 
+def service_options(options: dict) -> dict:
+    """--embedder openai: the endpoint and model (``--embedding-url``, ``--embedding-model``)."""
+    if options["embedder"] != "openai":
+        return {}
+    given = {"base_url": options.get("embedding_url"), "model": options.get("embedding_model")}
+    return {key: value for key, value in given.items() if value}
+
+
 def _options(ctx: BuildContext) -> dict:
     options = {**DEFAULTS, **{k: v for k, v in ctx.options.items() if v is not None}}
     hub_revisions = options.get("hub_revisions") or {}
@@ -89,7 +97,8 @@ def build_qualitative(ctx: BuildContext) -> BuiltConfig:
     spec_rows = specbench_by_category(files)
 
     workers = options.get("embed_workers")
-    embedder = get_embedder(options["embedder"], **({"workers": int(workers)} if workers and options["embedder"] == "use" else {}))
+    embedder = get_embedder(options["embedder"], **({"workers": int(workers)} if workers and options["embedder"] == "use" else {}),
+                            **service_options(options))
     cache = EmbeddingCache(options.get("embedding_cache"))
     rows: list[DatasetRow] = []
     results, category_stats, short = [], {}, {}

@@ -48,6 +48,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--pool-cap", type=int, default=0,
                         help="qualitative: at most this many candidates per category are embedded "
                              "(a seeded sample balanced across sources; 0 = every candidate, the default)")
+    parser.add_argument("--embedding-url", default=None,
+                        help="with --embedder openai: base URL of any OpenAI-compatible embeddings endpoint "
+                             "(vLLM, TEI, ...; default $OPENAI_BASE_URL or OpenAI's); key from OPENAI_API_KEY when set")
+    parser.add_argument("--embedding-model", default=None,
+                        help="with --embedder openai: the embedding model (default text-embedding-3-large)")
     parser.add_argument("--embed-workers", type=int, default=None,
                         help="qualitative, --embedder use: embedding processes, one BLAS thread each "
                              "(default: $SPEEDBENCH_EMBED_WORKERS or one per CPU core, at most 4); "
@@ -100,6 +105,9 @@ def build_options(args: argparse.Namespace) -> dict:
         options["hub_revisions"] = str(args.hub_revisions)
     if args.embedding_cache is not None:
         options["embedding_cache"] = str(args.embedding_cache)
+    for name in ("embedding_url", "embedding_model"):   # only when given: the default manifest stays as it was
+        if getattr(args, name, None):
+            options[name] = getattr(args, name)
     return options
 
 

@@ -180,3 +180,23 @@ def test_curate_with_an_embedding_server(tmp_path, monkeypatch, capsys):
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["configs"]["mine"]["stats"]["embedder"].endswith("/e5")
     assert manifest["configs"]["mine"]["rows"] == 8
+
+
+def test_build_passes_the_endpoint_to_the_qualitative_embedder(monkeypatch):
+    import argparse
+
+    from speedbench.cli.build import build_options, register
+    from speedbench.dataset_builder.qualitative.builder import service_options
+
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    args = parser.parse_args(["build", "--embedder", "openai", "--embedding-url", "http://127.0.0.1:9/v1",
+                              "--embedding-model", "bge-m3"])
+    options = build_options(args)
+    assert service_options(options) == {"base_url": "http://127.0.0.1:9/v1", "model": "bge-m3"}
+    default = build_options(parser.parse_args(["build"]))
+    assert "embedding_url" not in default and service_options(default) == {}
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    embedder = get_embedder("openai", **service_options(options))
+    assert embedder.model_id == "openai-compatible/127.0.0.1:9/bge-m3"
+    embedder.close()
