@@ -29,6 +29,7 @@ from speedbench.client.recording import RecordWriter
 from speedbench.client.stream import stream_request
 from speedbench.client.workload import Conversation, encode_turn_exact, prompt_sha256
 from speedbench.records import IDS_FROM_ENGINE, IDS_REENCODED, TurnRecord
+from speedbench.settings import MAX_ERRORS, READ_TIMEOUT_S, REQUEST_TIMEOUT_S
 
 
 class ErrorBudgetExceeded(RuntimeError):
@@ -47,9 +48,9 @@ class ClientSettings:
     tokenizer_path: str
     prompt_mode: str
     records_path: str
-    request_timeout_s: float | None = 3600.0
-    read_timeout_s: float | None = 300.0
-    max_errors: int = 20
+    request_timeout_s: float | None = REQUEST_TIMEOUT_S
+    read_timeout_s: float | None = READ_TIMEOUT_S
+    max_errors: int = MAX_ERRORS
 
 
 @dataclass

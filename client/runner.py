@@ -34,6 +34,8 @@ from speedbench.client.workload import (
 from speedbench.client.source_check import counter_warnings, request_stats_warnings
 from speedbench.metrics.run_results import compute_results, read_counter_points
 from speedbench.records import COUNTERS_NAME, IDS_FROM_ENGINE, MANIFEST_NAME, RESULTS_NAME, RunManifest, read_records
+from speedbench.settings import MAX_ERRORS, READ_TIMEOUT_S, REQUEST_TIMEOUT_S
+
 DEFAULT_CONCURRENCY = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 # Manifest options that must match for a resume (others, like --workers, may change).
 RESUME_KEYS = ("engine", "url", "dataset_config", "dataset_config_sha256", "tokenizer_sha256", "prompt_mode")
@@ -64,9 +66,9 @@ class RunOptions:
     extra_body: dict[str, Any] = field(default_factory=dict)
     workers: int = 1
     warmup: int = 0  # requests per load point run first and excluded from results
-    max_errors: int = 20
-    request_timeout_s: float | None = 3600.0
-    read_timeout_s: float | None = 300.0
+    max_errors: int = MAX_ERRORS
+    request_timeout_s: float | None = REQUEST_TIMEOUT_S
+    read_timeout_s: float | None = READ_TIMEOUT_S
     draft_length: int | None = None  # K for chunk-based acceptance when the engine does not say
     agreement_tolerance: float = 0.02
     num_resamples: int = 1000

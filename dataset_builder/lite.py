@@ -84,8 +84,8 @@ def _parent_rows(ctx: BuildContext, parent: str) -> tuple[list[DatasetRow], dict
 
 def build_lite(ctx: BuildContext, name: str) -> BuiltConfig:
     parent, option, default_n, strata = LITE_CONFIGS[name]
-    per_stratum = int(ctx.options.get(option) or default_n)
-    max_tokens = ctx.options.get("lite_max_prompt_tokens")
+    per_stratum = int(getattr(ctx.build_options, option) or default_n)
+    max_tokens = ctx.build_options.lite_max_prompt_tokens
     rows, origin, source_files = _parent_rows(ctx, parent)
     dropped: Counter[str] = Counter()
     if max_tokens:
@@ -100,7 +100,7 @@ def build_lite(ctx: BuildContext, name: str) -> BuiltConfig:
     counts = Counter(r.category for r in chosen)
     available = Counter(r.category for r in rows)
     short = {c: counts.get(c, 0) for c in strata if counts.get(c, 0) < per_stratum}
-    if short and not ctx.options.get("allow_short"):
+    if short and not ctx.build_options.allow_short:
         raise ValueError(f"{name}: strata with fewer than {per_stratum} rows in {parent}: {short}; "
                          f"pass --allow-short to write them anyway")
     stats = {"parent": origin, "per_stratum": per_stratum, "seed": ctx.seed, "sampling": "sha256(seed:question_id) order per category",

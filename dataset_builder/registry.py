@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from speedbench.schema import DatasetRow
+from speedbench.settings import BuildOptions
 
 
 @dataclass
@@ -20,8 +21,13 @@ class BuildContext:
     sources: Path                      # the source mirror (--sources / SPEEDBENCH_SOURCES)
     out_dir: Path                      # the dataset folder being written
     seed: int = 0
-    options: dict[str, Any] = field(default_factory=dict)  # per_tier, allow_short, selector, ...
+    options: dict[str, Any] = field(default_factory=dict)  # as given; recorded in manifest.json
     progress: bool = True              # show progress bars
+    # The typed view of ``options`` (defaults filled in); an unknown option is refused here.
+    build_options: BuildOptions = field(init=False, repr=False)
+
+    def __post_init__(self):
+        self.build_options = BuildOptions.from_mapping(self.options)
 
 
 @dataclass

@@ -39,6 +39,8 @@ class BuildOptions:
     embedder: str = "use"                # sentence embeddings for the selection
     pool_cap: int = 0                    # candidates embedded per category (0: every candidate)
     embed_workers: int | None = None     # embedding processes (None: one per core, at most 4)
+    embedding_url: str | None = None     # --embedder openai: base URL of the embeddings endpoint
+    embedding_model: str | None = None   # --embedder openai: the embedding model
     dedup_threshold: float = 0.95        # cosine similarity above which candidates are duplicates
     online: bool = False                 # fetch Hub sources instead of reading the mirror
     placeholders: bool = False           # export non-redistributable rows as placeholders
@@ -76,7 +78,7 @@ class BuildOptions:
 
 
 # The types of the options whose default is None (hub_revisions: a path or a dict, unchecked).
-_OPTIONAL_TYPES = {"embedding_cache": str, "embed_workers": int, "lite_per_category": int, "lite_per_tier": int,
+_OPTIONAL_TYPES = {"embedding_cache": str, "embed_workers": int, "embedding_url": str, "embedding_model": str, "lite_per_category": int, "lite_per_tier": int,
                    "lite_max_prompt_tokens": int, "config": str, "hub_revisions": object}
 
 BUILD_DEFAULTS = BuildOptions()

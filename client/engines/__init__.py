@@ -4,6 +4,7 @@
 """
 from __future__ import annotations
 
+from speedbench import settings
 from speedbench.client.engines.base import EngineAdapter, SamplingOptions, StreamError, StreamState
 
 
@@ -20,6 +21,6 @@ def get_adapter(name: str) -> type[EngineAdapter]:
     return adapters[name]
 
 
-ENGINE_NAMES = ("vllm", "sglang", "trtllm", "llamacpp", "openai")
+ENGINE_NAMES = settings.ENGINE_NAMES  # defined once, in speedbench.settings
 
 __all__ = ["ENGINE_NAMES", "EngineAdapter", "SamplingOptions", "StreamError", "StreamState", "get_adapter"]

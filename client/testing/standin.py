@@ -49,8 +49,9 @@ from speedbench.client.testing.standin_wire import (
     vllm_metrics,
     vllm_spec,
 )
+from speedbench.settings import STANDIN_ENGINES
 
-ENGINES = ("vllm", "sglang", "trtllm")
+ENGINES = STANDIN_ENGINES
 _BROKEN_LINES = {"drop": b"", "malformed_line": b"this is not server-sent events\n\n",
                  "malformed_json": b'data: {"choices": [{"text": "x", \n\n',
                  "malformed_body": b'data: {"unexpected": true}\n\n'}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -25,11 +26,6 @@ from speedbench.dataset_builder.selection.dedup import near_duplicates
 from speedbench.dataset_builder.sources import SourceFiles, specbench
 from speedbench.schema import QUALITATIVE_CATEGORIES, DatasetRow
 
-DEFAULTS = {"per_category": 80, "allow_short": False, "selector": "greedy_swap", "embedder": "use",
-            "pool_cap": 0, "dedup_threshold": 0.95, "online": False,
-            "specbench_compare_cap": 0}
-
-
 class ShortPoolError(ValueError):
     """A category has fewer candidates than the rows asked for (and --allow-short was not given)."""
 
@@ -43,7 +39,7 @@ def service_options(options: dict) -> dict:
 
 
 def _options(ctx: BuildContext) -> dict:
-    options = {**DEFAULTS, **{k: v for k, v in ctx.options.items() if v is not None}}
+    options = asdict(ctx.build_options)  # defaults filled in (speedbench.settings.BuildOptions)
     hub_revisions = options.get("hub_revisions") or {}
     if isinstance(hub_revisions, (str, Path)):
         hub_revisions = json.loads(Path(hub_revisions).read_text(encoding="utf-8"))

@@ -26,8 +26,9 @@ from speedbench.dataset_builder.throughput.reuse import reuse_statistics
 from speedbench.dataset_builder.throughput.sources import pin_mismatches
 from speedbench.dataset_builder.throughput.text_sorting import TextSorting
 from speedbench.schema import THROUGHPUT_CATEGORIES, DatasetRow, make_question_id
+from speedbench.settings import BUILD_DEFAULTS
 
-DEFAULT_PER_TIER = 512
+DEFAULT_PER_TIER = BUILD_DEFAULTS.per_tier
 TIER_TASKS: dict[str, tuple[type[TaskType], ...]] = {
     "low_entropy": (CodeCompletion, TextSorting),
     "mixed": (ExamQA, AnswerSelection),
@@ -181,8 +182,8 @@ def _progress(iterable, enabled: bool, description: str, total: int):
 
 
 def build_bucket(ctx: BuildContext, config: str, n_tokens: int) -> BuiltConfig:
-    per_tier = int(ctx.options.get("per_tier") or DEFAULT_PER_TIER)
-    allow_short = bool(ctx.options.get("allow_short", False))
+    per_tier = ctx.build_options.per_tier or DEFAULT_PER_TIER
+    allow_short = ctx.build_options.allow_short
     tasks = task_types(str(ctx.sources), ctx.seed)
     codec = o200k_codec()
     prompts: list[BuiltPrompt] = []

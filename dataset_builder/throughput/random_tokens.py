@@ -16,6 +16,7 @@ from speedbench.dataset_builder.registry import BuildContext, BuiltConfig
 from speedbench.dataset_builder.throughput.base import Recipe
 from speedbench.dataset_builder.throughput.fit import PADDING, encode_body, fit_to_length, o200k_codec, padding_text
 from speedbench.schema import DatasetRow, make_question_id
+from speedbench.settings import BUILD_DEFAULTS
 from speedbench.tokenization.o200k import o200k
 
 CATEGORY = "random"
@@ -75,7 +76,7 @@ def render_random(recipe: Recipe, codec=None) -> str:
 
 
 def build_random(ctx: BuildContext, config: str, n_tokens: int) -> BuiltConfig:
-    rows_wanted = int(ctx.options.get("per_tier") or 512)
+    rows_wanted = ctx.build_options.per_tier or BUILD_DEFAULTS.per_tier
     codec = o200k_codec()
     iterator = range(rows_wanted)
     if ctx.progress:

@@ -6,6 +6,8 @@ import os
 import sys
 from pathlib import Path
 
+from speedbench.settings import BUILD_DEFAULTS
+
 DEFAULT_OUT = Path("speed-bench")
 
 
@@ -28,24 +30,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="source folder (the offline mirror); default: $SPEEDBENCH_SOURCES")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="dataset folder to write")
     parser.add_argument("--seed", type=int, default=0, help="seed for every random choice")
-    parser.add_argument("--per-tier", type=int, default=512,
+    parser.add_argument("--per-tier", type=int, default=BUILD_DEFAULTS.per_tier,
                         help="throughput: prompts per entropy tier")
-    parser.add_argument("--per-category", type=int, default=80,
+    parser.add_argument("--per-category", type=int, default=BUILD_DEFAULTS.per_category,
                         help="qualitative: prompts selected per category")
     parser.add_argument("--allow-short", action="store_true",
                         help="write a category whose candidate pool is smaller than asked "
                              "(noted in the dataset card) instead of failing")
-    parser.add_argument("--selector", default="greedy_swap",
+    parser.add_argument("--selector", default=BUILD_DEFAULTS.selector,
                         choices=["greedy_swap", "greedy", "qp", "random"],
                         help="qualitative: how the prompts of a category are chosen")
-    parser.add_argument("--embedder", default="use",
+    parser.add_argument("--embedder", default=BUILD_DEFAULTS.embedder,
                         choices=["use", "openai"],
                         help="qualitative: sentence embeddings; 'use' = fast-universal-sentence-"
                              "encoder (offline), 'openai' = text-embedding-3-large (needs OPENAI_API_KEY)")
     parser.add_argument("--embedding-cache", type=Path, default=None,
                         help="embedding cache folder; default: $SPEEDBENCH_CACHE/embeddings or "
                              "~/.cache/speedbench/embeddings")
-    parser.add_argument("--pool-cap", type=int, default=0,
+    parser.add_argument("--pool-cap", type=int, default=BUILD_DEFAULTS.pool_cap,
                         help="qualitative: at most this many candidates per category are embedded "
                              "(a seeded sample balanced across sources; 0 = every candidate, the default)")
     parser.add_argument("--embedding-url", default=None,
@@ -57,7 +59,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="qualitative, --embedder use: embedding processes, one BLAS thread each "
                              "(default: $SPEEDBENCH_EMBED_WORKERS or one per CPU core, at most 4); "
                              "the vectors do not depend on it")
-    parser.add_argument("--dedup-threshold", type=float, default=0.95,
+    parser.add_argument("--dedup-threshold", type=float, default=BUILD_DEFAULTS.dedup_threshold,
                         help="qualitative: drop candidates whose cosine similarity to an earlier "
                              "one is at least this (FAISS); 1 disables")
     parser.add_argument("--online", action="store_true",

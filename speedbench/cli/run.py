@@ -5,6 +5,8 @@ import argparse
 import json
 import sys
 
+from speedbench.settings import ENGINE_NAMES, MAX_ERRORS, READ_TIMEOUT_S, REQUEST_TIMEOUT_S
+
 
 def _int_list(text: str) -> list[int]:
     try:
@@ -38,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "resumes an interrupted run."
         ),
     )
-    parser.add_argument("--engine", required=True, choices=["vllm", "sglang", "trtllm", "llamacpp", "openai"])
+    parser.add_argument("--engine", required=True, choices=ENGINE_NAMES)
     parser.add_argument("--url", required=True, help="server base URL, e.g. http://127.0.0.1:8000")
     parser.add_argument("--tokenizer", required=True, help="folder with the target model's tokenizer.json")
     parser.add_argument("--dataset", required=True,
@@ -66,11 +68,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--workers", type=int, default=1, help="client processes (default 1)")
     parser.add_argument("--warmup", type=int, default=0,
                         help="warmup requests per load point, run first and excluded from results (default 0)")
-    parser.add_argument("--max-errors", type=int, default=20,
-                        help="error budget: stop the run after this many failed requests (default 20)")
-    parser.add_argument("--request-timeout", type=float, default=3600.0, help="seconds per request (default 3600)")
-    parser.add_argument("--read-timeout", type=float, default=300.0,
-                        help="seconds without a byte before a request times out (default 300)")
+    parser.add_argument("--max-errors", type=int, default=MAX_ERRORS,
+                        help=f"error budget: stop the run after this many failed requests (default {MAX_ERRORS})")
+    parser.add_argument("--request-timeout", type=float, default=REQUEST_TIMEOUT_S,
+                        help=f"seconds per request (default {REQUEST_TIMEOUT_S:g})")
+    parser.add_argument("--read-timeout", type=float, default=READ_TIMEOUT_S,
+                        help=f"seconds without a byte before a request times out (default {READ_TIMEOUT_S:g})")
     parser.add_argument("--draft-length", type=int, default=None,
                         help="K, for chunk-based acceptance when the engine does not report it")
     parser.add_argument("--tolerance", type=float, default=0.02,

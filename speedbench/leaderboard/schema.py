@@ -23,6 +23,8 @@ import re
 import unicodedata
 from dataclasses import asdict, dataclass
 
+from speedbench.settings import ENGINE_NAMES
+
 BUNDLE_SCHEMA_VERSION = 1
 SUPPORTED_SCHEMA_VERSIONS = (1,)
 SUBMISSION_FILE = "submission.json"
@@ -30,7 +32,7 @@ RUN_FILES = ("records.jsonl", "manifest.json", "results.json")
 REQUIRED_RUN_FILES = ("records.jsonl", "manifest.json")
 RUN_ROLES = ("sd", "baseline")
 
-KNOWN_ENGINES = ("vllm", "sglang", "trtllm", "llamacpp", "openai")
+KNOWN_ENGINES = ENGINE_NAMES  # the engines the client measures (speedbench.settings)
 MAX_TEXT_CHARS = 120
 MAX_NOTES_CHARS = 500
 MAX_DRAFT_LENGTH = 64
