@@ -6,6 +6,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from speedbench.records import MANIFEST_NAME, RECORDS_NAME
+
 API_NAME = "/submit_bundle"
 
 
@@ -44,7 +46,7 @@ def register(subparsers) -> None:
 
 
 def _metadata(args) -> dict:
-    manifest_path = args.run_dirs[0] / "manifest.json"
+    manifest_path = args.run_dirs[0] / MANIFEST_NAME
     manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.is_file() else {}
     options = manifest.get("options") or {}
     sampling = options.get("sampling") or {}
@@ -71,7 +73,7 @@ def _metadata(args) -> dict:
 
 def _engine_draft_length(run_dir: Path) -> int | None:
     """K as the engine reported it in the run's first records (None when it did not)."""
-    path = run_dir / "records.jsonl"
+    path = run_dir / RECORDS_NAME
     if not path.is_file():
         return None
     with open(path, encoding="utf-8") as handle:

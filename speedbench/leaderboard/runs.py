@@ -20,7 +20,7 @@ from speedbench.consistency import DEFAULT_BOUNDS, PhysicalBounds, check_record
 from speedbench.leaderboard.archive import ArchiveLimits, iter_jsonl, loads_strict
 from speedbench.leaderboard.records_adapter import RunData, parse_manifest
 from speedbench.leaderboard.schema import RUN_FILES, BundleRejected, shown
-from speedbench.records import TurnRecord
+from speedbench.records import MANIFEST_NAME, RECORDS_NAME, RESULTS_NAME, TurnRecord
 
 
 @dataclass(frozen=True)
@@ -134,7 +134,7 @@ def read_run(path: str, role: str, files: dict, draft_length: int, *, limits: Ar
         if name[len(prefix):] not in RUN_FILES:
             raise BundleRejected(f"a run folder holds only {', '.join(RUN_FILES)}", rule="archive.unexpected_member",
                                  where=shown(name))
-    manifest_name, records_name, results_name = (prefix + f for f in ("manifest.json", "records.jsonl", "results.json"))
+    manifest_name, records_name, results_name = (prefix + f for f in (MANIFEST_NAME, RECORDS_NAME, RESULTS_NAME))
     for name in (manifest_name, records_name):
         if name not in files:
             raise BundleRejected(f"bundle: run {shown(path)} has no {name.rsplit('/', 1)[1]}", rule="run.missing_file")

@@ -23,13 +23,14 @@ import re
 import unicodedata
 from dataclasses import asdict, dataclass
 
+from speedbench.records import MANIFEST_NAME, RECORDS_NAME, RESULTS_NAME
 from speedbench.settings import ENGINE_NAMES
 
 BUNDLE_SCHEMA_VERSION = 1
 SUPPORTED_SCHEMA_VERSIONS = (1,)
 SUBMISSION_FILE = "submission.json"
-RUN_FILES = ("records.jsonl", "manifest.json", "results.json")
-REQUIRED_RUN_FILES = ("records.jsonl", "manifest.json")
+RUN_FILES = (RECORDS_NAME, MANIFEST_NAME, RESULTS_NAME)
+REQUIRED_RUN_FILES = (RECORDS_NAME, MANIFEST_NAME)
 RUN_ROLES = ("sd", "baseline")
 
 KNOWN_ENGINES = ENGINE_NAMES  # the engines the client measures (speedbench.settings)

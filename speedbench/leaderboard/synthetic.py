@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from speedbench.fingerprint import dataset_fingerprint
-from speedbench.records import EngineSpecStats, RunManifest, TurnRecord
+from speedbench.records import MANIFEST_NAME, RECORDS_NAME, RESULTS_NAME, EngineSpecStats, RunManifest, TurnRecord
 from speedbench.schema import (
     QUALITATIVE_CATEGORIES,
     THROUGHPUT_BUCKETS,
@@ -139,7 +139,7 @@ def make_run(run_dir: Path, dataset_dir: Path, config: str, engine: SimulatedEng
                     finish_reason="length", engine_stats=_engine_stats(engine, chunks)))
                 wave_end = max(wave_end, times[-1] + 1000)
             clock = wave_end + 1000
-    with open(run_dir / "records.jsonl", "w", encoding="utf-8") as handle:
+    with open(run_dir / RECORDS_NAME, "w", encoding="utf-8") as handle:
         for record in records:
             handle.write(json.dumps(record.to_dict(), sort_keys=True) + "\n")
     manifest = RunManifest(
@@ -152,8 +152,8 @@ def make_run(run_dir: Path, dataset_dir: Path, config: str, engine: SimulatedEng
                  "sampling": {"max_tokens": output_tokens, "temperature": 0.0, "ignore_eos": True, "seed": seed},
                  "draft_length": engine.draft_length if engine.speculative else 0},
         client_version="synthetic", python_version="3.11", created_unix_s=1.7e9)
-    (run_dir / "manifest.json").write_text(json.dumps(manifest.to_dict(), indent=1, sort_keys=True) + "\n",
+    (run_dir / MANIFEST_NAME).write_text(json.dumps(manifest.to_dict(), indent=1, sort_keys=True) + "\n",
                                            encoding="utf-8")
-    (run_dir / "results.json").write_text(json.dumps({"note": "client summary (not trusted by the board)"}) + "\n",
+    (run_dir / RESULTS_NAME).write_text(json.dumps({"note": "client summary (not trusted by the board)"}) + "\n",
                                           encoding="utf-8")
     return run_dir

@@ -14,11 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from speedbench.records import RunManifest, TurnRecord, read_records
+from speedbench.records import MANIFEST_NAME, RECORDS_NAME, RESULTS_NAME, RunManifest, TurnRecord, read_records
 
-RECORDS_NAME = "records.jsonl"
-MANIFEST_NAME = "manifest.json"
-RESULTS_NAME = "results.json"
 ENGINE_NAME = "engine.json"
 
 
