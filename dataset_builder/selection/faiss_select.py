@@ -71,7 +71,7 @@ def greedy_step(index: PoolIndex, chosen: list[int], tolerance: float, rerank: i
         if not index.exact:
             # No error bound: estimate it from the returned rows (approximate vs exact m) and widen
             # until the unreturned rows are unlikely to hold the best, up to ``rerank`` rows.
-            exact_m = rowdot(rows64(index.store, ids), s)
+            exact_m = _exact_m(index, ids, s)
             error = float(np.abs(exact_m - m).max()) if len(m) else 0.0
             if count >= rerank or last == np.inf or last - 2 * error > exact_m.min() + tolerance:
                 return greedy_pick(index.store, ids, s, tolerance)
@@ -99,11 +99,22 @@ def faiss_greedy(index: PoolIndex, k: int, rng: np.random.Generator, start: int 
     return stats
 
 
+RESCORE_ROWS = 8192       # rows rescored at a time: bounds the float64 buffers of a wide query
+
+
+def _exact_m(index: PoolIndex, ids: np.ndarray, s: np.ndarray) -> np.ndarray:
+    return np.concatenate([rowdot(rows64(index.store, ids[a:a + RESCORE_ROWS]), s)
+                           for a in range(0, len(ids), RESCORE_ROWS)] or [np.zeros(0)])
+
+
 def _candidate_deltas(index: PoolIndex, ids: np.ndarray, selected: np.ndarray, s: np.ndarray,
                       out_costs: np.ndarray) -> np.ndarray:
     """Delta(p, c) for the returned candidates (rows) and all positions (columns), float64."""
-    rows = rows64(index.store, ids)
-    return (rows @ s)[:, None] - rows @ selected.T - out_costs[None, :]
+    out = np.empty((len(ids), len(selected)))
+    for a in range(0, len(ids), RESCORE_ROWS):
+        rows = rows64(index.store, ids[a:a + RESCORE_ROWS])
+        out[a:a + len(rows)] = (rows @ s)[:, None] - rows @ selected.T - out_costs[None, :]
+    return out
 
 
 def swap_step(index: PoolIndex, chosen: np.ndarray, tolerance: float, rerank: int,
@@ -124,7 +135,7 @@ def swap_step(index: PoolIndex, chosen: np.ndarray, tolerance: float, rerank: in
         if index.exact:
             error = index.error_bound(float(np.linalg.norm(s)))
         else:   # estimated from the returned rows; widening stops at ``rerank`` rows
-            error = 2 * float(np.abs(rowdot(rows64(index.store, ids), s) - approx_m).max()) if len(ids) else 0.0
+            error = 2 * float(np.abs(_exact_m(index, ids, s) - approx_m).max()) if len(ids) else 0.0
             if count >= rerank:
                 break
         if last == np.inf or last > bound + error:
