@@ -3,6 +3,8 @@
 Closed loop: ``concurrency`` slots; each slot takes the next conversation as soon as its
 previous one ends. Open loop: each conversation starts at its own arrival time (exponential
 gaps at ``rate`` requests/s, drawn by the parent from a seed), however many are in flight.
+Each shape is a small object (``ClosedLoop``, ``OpenLoop``) whose ``drive`` decides when each
+conversation starts; ``run_conversation`` runs one conversation's turns, whatever the shape.
 
 The measurement clock of a request starts at its *scheduled* send time: the common start for
 a slot's first request, the end of the slot's previous request afterwards, the arrival time in
@@ -19,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 import aiohttp
 
@@ -115,6 +117,171 @@ async def _sleep_until(deadline_ns: int) -> None:
         await asyncio.sleep(delay)
 
 
+# Runs one conversation from its scheduled start; returns its end time (when its slot frees).
+RunConversation = Callable[[Conversation, int], Awaitable[int]]
+
+
+@dataclass(frozen=True)
+class ClosedLoop:
+    """Fixed concurrency: ``slots`` slots, each taking the next conversation when its previous one ends."""
+
+    slots: int
+
+    @property
+    def in_flight_limit(self) -> int:
+        return self.slots
+
+    async def drive(self, conversations: list[Conversation], start_ns: int, run_one: RunConversation,
+                    stopped: Callable[[], bool]) -> None:
+        """Conversations in order; a slot's first is scheduled at ``start_ns``, each later one at the
+        end of the slot's previous one. Stops taking new ones once ``stopped()``."""
+        queue = list(reversed(conversations))
+
+        async def slot() -> None:
+            scheduled = start_ns
+            await _sleep_until(scheduled)
+            while queue and not stopped():
+                scheduled = await run_one(queue.pop(), scheduled)
+
+        await asyncio.gather(*(slot() for _ in range(max(1, self.slots))))
+
+
+@dataclass(frozen=True)
+class OpenLoop:
+    """Open loop: conversation i starts at ``start_ns + offsets_ns[i]`` however many are in flight
+    (the offsets are the parent's seeded Poisson arrivals, this worker's share of them)."""
+
+    offsets_ns: list[int] | None
+
+    @property
+    def in_flight_limit(self) -> int:
+        return 0  # aiohttp: no limit
+
+    async def drive(self, conversations: list[Conversation], start_ns: int, run_one: RunConversation,
+                    stopped: Callable[[], bool]) -> None:
+        """Start each conversation at its arrival time; no new starts once ``stopped()``."""
+        offsets = self.offsets_ns or [0] * len(conversations)
+        tasks = []
+        for conversation, offset in zip(conversations, offsets):
+            if stopped():
+                break
+            scheduled = start_ns + offset
+            await _sleep_until(scheduled)
+            tasks.append(asyncio.ensure_future(run_one(conversation, scheduled)))
+        await asyncio.gather(*tasks)
+
+
+def load_shape_for(phase: PhaseSpec) -> ClosedLoop | OpenLoop:
+    """The phase's load shape as the object that schedules its conversations."""
+    if phase.load_shape == "closed":
+        return ClosedLoop(phase.slots)
+    return OpenLoop(phase.arrival_offsets_ns)
+
+
+@dataclass
+class _PhaseContext:
+    """What every conversation of one worker's phase shares."""
+
+    settings: ClientSettings
+    phase: PhaseSpec
+    worker: int
+    adapter: Any
+    tokenizer: Any
+    writer: RecordWriter
+    errors: ErrorCounter
+    on_record: Callable[[TurnRecord], None] | None
+    session: aiohttp.ClientSession | None = None
+    budget_hit: list[str] = field(default_factory=list)
+
+
+def _base_fields(ctx: _PhaseContext, conversation: Conversation, turn_index: int, key: str) -> dict[str, Any]:
+    phase = ctx.phase
+    return dict(
+        record_key=key, run_point=phase.run_point, load_shape=phase.load_shape,
+        requested_concurrency=phase.requested_concurrency, request_rate=phase.request_rate,
+        question_id=conversation.question_id, category=conversation.category,
+        sub_category=conversation.sub_category, turn_index=turn_index,
+        num_turns=len(conversation.turns), warmup=phase.warmup, worker=ctx.worker)
+
+
+def _turn_record(ctx: _PhaseContext, conversation: Conversation, turn_index: int, key: str, prompt_ids: list[int],
+                 scheduled_ns: int, started_unix: float, result) -> TurnRecord:
+    record = TurnRecord(
+        **_base_fields(ctx, conversation, turn_index, key),
+        prompt_tokens=len(prompt_ids), prompt_sha256=prompt_sha256(prompt_ids),
+        scheduled_ns=scheduled_ns, send_ns=result.send_ns, end_ns=result.end_ns,
+        started_unix_s=started_unix, chunk_ns=result.chunk_ns, chunk_tokens=result.chunk_tokens,
+        chunks_are_steps=ctx.adapter.chunks_are_steps, output_tokens=result.output_tokens,
+        output_text=result.output_text, finish_reason=result.finish_reason,
+        response_id=result.response_id, engine_stats=result.engine_stats, error=result.error,
+        error_kind=result.error_kind, attempts=result.attempts)
+    record.output_token_ids, record.output_token_ids_source = output_ids(result, ctx.tokenizer)
+    return record
+
+
+def _write_skipped_after(ctx: _PhaseContext, conversation: Conversation, failed_at: str) -> None:
+    """Later turns cannot run without the failed turn's answer: record that, once."""
+    failed_index = int(failed_at.rsplit("/", 1)[1])
+    for turn_index in range(len(conversation.turns)):
+        key = record_key(ctx.phase.run_point, conversation.question_id, turn_index, ctx.phase.warmup)
+        if key in ctx.phase.done or turn_index <= failed_index:
+            continue
+        now = time.perf_counter_ns()
+        ctx.writer.write(TurnRecord(
+            **_base_fields(ctx, conversation, turn_index, key), prompt_tokens=0,
+            prompt_sha256="", scheduled_ns=now, send_ns=now, end_ns=now, started_unix_s=time.time(),
+            error=f"turn {failed_at} failed", error_kind="skipped_after_error"))
+
+
+def _count_error(ctx: _PhaseContext, result) -> None:
+    count = ctx.errors.add()
+    if count > ctx.settings.max_errors:
+        ctx.budget_hit.append(f"{count} errors exceed the error budget (--max-errors "
+                              f"{ctx.settings.max_errors}); last: {result.error_kind}: {result.error}")
+
+
+async def run_conversation(ctx: _PhaseContext, conversation: Conversation, scheduled_ns: int) -> int:
+    """Run the conversation's missing turns; returns the end time (the slot frees then)."""
+    phase, settings = ctx.phase, ctx.settings
+    history: list[dict[str, str]] = []
+    answer_ids: list[list[int] | None] = []  # per answer in history: the engine's ids, or None
+    failed_at: str | None = None
+    for turn_index, turn in enumerate(conversation.turns):
+        key = record_key(phase.run_point, conversation.question_id, turn_index, phase.warmup)
+        messages = history + [{"role": "user", "content": turn}]
+        if key in phase.done:
+            answer = phase.done[key]
+            if answer is None:
+                failed_at = key
+                break
+            history = messages + [{"role": "assistant", "content": answer}]
+            answer_ids.append(phase.done_ids.get(key))  # resumed: its ids when the engine sent them
+            continue
+        if failed_at is not None or ctx.budget_hit:
+            break
+        if turn_index == 0 and conversation.first_prompt_ids:
+            prompt_ids = conversation.first_prompt_ids
+        else:
+            prompt_ids = encode_turn_exact(ctx.tokenizer, messages, settings.prompt_mode, answer_ids)
+        started_unix = time.time()
+        result = await stream_request(ctx.session, ctx.adapter, ctx.adapter.build_payload(prompt_ids),
+                                      settings.request_timeout_s, settings.read_timeout_s)
+        record = _turn_record(ctx, conversation, turn_index, key, prompt_ids, scheduled_ns, started_unix, result)
+        ctx.writer.write(record)
+        if ctx.on_record:
+            ctx.on_record(record)
+        scheduled_ns = result.end_ns
+        if result.error is not None:
+            failed_at = key
+            _count_error(ctx, result)
+            break
+        history = messages + [{"role": "assistant", "content": result.output_text}]
+        answer_ids.append(record.output_token_ids if record.output_token_ids_source == IDS_FROM_ENGINE else None)
+    if failed_at is not None:
+        _write_skipped_after(ctx, conversation, failed_at)
+    return scheduled_ns
+
+
 async def run_phase(settings: ClientSettings, phase: PhaseSpec, conversations: list[Conversation], worker: int,
                     errors: ErrorCounter, on_record: Callable[[TurnRecord], None] | None = None) -> int:
     """Run this worker's conversations under the phase's load shape; returns records written."""
@@ -125,107 +292,23 @@ async def run_phase(settings: ClientSettings, phase: PhaseSpec, conversations: l
     # Always loaded: multi-turn prompts need it, and so does re-encoding an answer whose ids the
     # engine did not send (TurnRecord.output_token_ids_source "reencoded").
     tokenizer = TargetTokenizer.from_folder(settings.tokenizer_path)
-    in_flight_limit = phase.slots if phase.load_shape == "closed" else 0
-    connector = aiohttp.TCPConnector(limit=in_flight_limit, limit_per_host=in_flight_limit, ttl_dns_cache=None,
-                                     enable_cleanup_closed=True)
-    budget_hit: list[str] = []
-    writer = RecordWriter(settings.records_path)
-
-    async def run_conversation(session: aiohttp.ClientSession, conversation: Conversation, scheduled_ns: int) -> int:
-        """Run the conversation's missing turns; returns the end time (the slot frees then)."""
-        history: list[dict[str, str]] = []
-        answer_ids: list[list[int] | None] = []  # per answer in history: the engine's ids, or None
-        failed_at: str | None = None
-        for turn_index, turn in enumerate(conversation.turns):
-            key = record_key(phase.run_point, conversation.question_id, turn_index, phase.warmup)
-            messages = history + [{"role": "user", "content": turn}]
-            if key in phase.done:
-                answer = phase.done[key]
-                if answer is None:
-                    failed_at = key
-                    break
-                history = messages + [{"role": "assistant", "content": answer}]
-                answer_ids.append(phase.done_ids.get(key))  # resumed: its ids when the engine sent them
-                continue
-            if failed_at is not None or budget_hit:
-                break
-            if turn_index == 0 and conversation.first_prompt_ids:
-                prompt_ids = conversation.first_prompt_ids
-            else:
-                prompt_ids = encode_turn_exact(tokenizer, messages, settings.prompt_mode, answer_ids)
-            started_unix = time.time()
-            result = await stream_request(session, adapter, adapter.build_payload(prompt_ids),
-                                          settings.request_timeout_s, settings.read_timeout_s)
-            record = TurnRecord(
-                record_key=key, run_point=phase.run_point, load_shape=phase.load_shape,
-                requested_concurrency=phase.requested_concurrency, request_rate=phase.request_rate,
-                question_id=conversation.question_id, category=conversation.category,
-                sub_category=conversation.sub_category, turn_index=turn_index,
-                num_turns=len(conversation.turns), warmup=phase.warmup, worker=worker,
-                prompt_tokens=len(prompt_ids), prompt_sha256=prompt_sha256(prompt_ids),
-                scheduled_ns=scheduled_ns, send_ns=result.send_ns, end_ns=result.end_ns,
-                started_unix_s=started_unix, chunk_ns=result.chunk_ns, chunk_tokens=result.chunk_tokens,
-                chunks_are_steps=adapter.chunks_are_steps, output_tokens=result.output_tokens,
-                output_text=result.output_text, finish_reason=result.finish_reason,
-                response_id=result.response_id, engine_stats=result.engine_stats, error=result.error,
-                error_kind=result.error_kind, attempts=result.attempts)
-            record.output_token_ids, record.output_token_ids_source = output_ids(result, tokenizer)
-            writer.write(record)
-            if on_record:
-                on_record(record)
-            scheduled_ns = result.end_ns
-            if result.error is not None:
-                failed_at = key
-                count = errors.add()
-                if count > settings.max_errors:
-                    budget_hit.append(f"{count} errors exceed the error budget (--max-errors "
-                                      f"{settings.max_errors}); last: {result.error_kind}: {result.error}")
-                break
-            history = messages + [{"role": "assistant", "content": result.output_text}]
-            answer_ids.append(record.output_token_ids if record.output_token_ids_source == IDS_FROM_ENGINE else None)
-        if failed_at is not None:
-            # Later turns cannot run without the failed turn's answer: record that, once.
-            for turn_index in range(len(conversation.turns)):
-                key = record_key(phase.run_point, conversation.question_id, turn_index, phase.warmup)
-                if key in phase.done or turn_index <= int(failed_at.rsplit("/", 1)[1]):
-                    continue
-                now = time.perf_counter_ns()
-                writer.write(TurnRecord(
-                    record_key=key, run_point=phase.run_point, load_shape=phase.load_shape,
-                    requested_concurrency=phase.requested_concurrency, request_rate=phase.request_rate,
-                    question_id=conversation.question_id, category=conversation.category,
-                    sub_category=conversation.sub_category, turn_index=turn_index,
-                    num_turns=len(conversation.turns), warmup=phase.warmup, worker=worker, prompt_tokens=0,
-                    prompt_sha256="", scheduled_ns=now, send_ns=now, end_ns=now, started_unix_s=time.time(),
-                    error=f"turn {failed_at} failed", error_kind="skipped_after_error"))
-        return scheduled_ns
-
-    written_before = writer.written
+    shape = load_shape_for(phase)
+    connector = aiohttp.TCPConnector(limit=shape.in_flight_limit, limit_per_host=shape.in_flight_limit,
+                                     ttl_dns_cache=None, enable_cleanup_closed=True)
+    ctx = _PhaseContext(settings, phase, worker, adapter, tokenizer, RecordWriter(settings.records_path), errors,
+                        on_record)
+    written_before = ctx.writer.written
     try:
         async with aiohttp.ClientSession(connector=connector, read_bufsize=1 << 21,
                                          timeout=aiohttp.ClientTimeout(total=None)) as session:
-            if phase.load_shape == "closed":
-                queue = list(reversed(conversations))
+            ctx.session = session
 
-                async def slot() -> None:
-                    scheduled = phase.start_ns
-                    await _sleep_until(scheduled)
-                    while queue and not budget_hit:
-                        scheduled = await run_conversation(session, queue.pop(), scheduled)
+            async def run_one(conversation: Conversation, scheduled_ns: int) -> int:
+                return await run_conversation(ctx, conversation, scheduled_ns)
 
-                await asyncio.gather(*(slot() for _ in range(max(1, phase.slots))))
-            else:
-                offsets = phase.arrival_offsets_ns or [0] * len(conversations)
-                tasks = []
-                for conversation, offset in zip(conversations, offsets):
-                    if budget_hit:
-                        break
-                    scheduled = phase.start_ns + offset
-                    await _sleep_until(scheduled)
-                    tasks.append(asyncio.ensure_future(run_conversation(session, conversation, scheduled)))
-                await asyncio.gather(*tasks)
+            await shape.drive(conversations, phase.start_ns, run_one, lambda: bool(ctx.budget_hit))
     finally:
-        writer.close()
-    if budget_hit:
-        raise ErrorBudgetExceeded(budget_hit[0])
-    return writer.written - written_before
+        ctx.writer.close()
+    if ctx.budget_hit:
+        raise ErrorBudgetExceeded(ctx.budget_hit[0])
+    return ctx.writer.written - written_before
