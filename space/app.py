@@ -34,9 +34,10 @@ warnings.filterwarnings("ignore", message=".*Pandas4Warning.*")
 warnings.filterwarnings("ignore", category=FutureWarning, module="gradio")
 
 
-def build_app(settings: Settings | None = None, store: LeaderboardStore | None = None,
-              known_builds: KnownBuilds | None = None, mirror: HubMirror | None = None) -> gr.Blocks:
-    settings = settings or Settings()
+def _prepare_store(settings: Settings, store: LeaderboardStore | None, known_builds: KnownBuilds | None,
+                   mirror: HubMirror | None) -> tuple[LeaderboardStore, KnownBuilds, HubMirror | None]:
+    """The store, known builds and mirror the app serves: unreadable entries quarantined, and an
+    empty store rebuilt from the mirror."""
     store = store or LeaderboardStore(settings.db_path)
     known_builds = known_builds if known_builds is not None else KnownBuilds.load(settings.known_builds)
     if mirror is None and settings.mirror_repo:
@@ -48,6 +49,12 @@ def build_app(settings: Settings | None = None, store: LeaderboardStore | None =
         added, skipped = mirror.restore(
             lambda archive, date: submit_bundle(archive, store, known_builds, STORED_LIMITS, submitted_at=date))
         log.info("restored %d entries from %s (%d skipped)", added, mirror.repo_id, len(skipped))
+    return store, known_builds, mirror
+
+
+def _board_functions(store: LeaderboardStore):
+    """``table`` (the filtered, sorted board) and ``refresh_choices`` (every dropdown's choices
+    from what is stored now), the callbacks several tabs share."""
 
     def table(search, engines, methods, families, isl, sort_by, descending, show_ci):
         frame, datatypes, widths = populate.board_frame(
@@ -62,91 +69,128 @@ def build_app(settings: Settings | None = None, store: LeaderboardStore | None =
                 gr.Dropdown(choices=found["families"]), gr.Dropdown(choices=found["isls"]),
                 gr.Dropdown(choices=labels), gr.Dropdown(choices=found["isls"]))
 
+    return table, refresh_choices
+
+
+class _Browse:
+    """The Browse tab's components that other tabs update. (A plain class: the tests load app.py
+    without registering it in sys.modules, which @dataclass needs.)"""
+
+    def __init__(self, controls: list, filters: list, board_table: gr.Dataframe):
+        self.controls = controls  # search, engines, methods, families, isl, sort_by, descending, show_ci
+        self.filters = filters  # engines, methods, families, isl: the dropdowns whose choices follow the store
+        self.board_table = board_table
+
+
+def _browse_tab(rows, found, table) -> _Browse:
+    frame, datatypes, widths = populate.board_frame(rows)
+    with gr.Tab("Browse", id="browse"):
+        with gr.Row():
+            search = gr.Textbox(label="Search", placeholder="model, drafter, method, GPU ...",
+                                elem_id="search", scale=3)
+            sort_by = gr.Dropdown(choices=[c.header for c in populate.visible_columns(rows, None, False)],
+                                  value="Mean AL", label="Sort by", elem_id="sort-by", scale=1)
+            descending = gr.Checkbox(value=True, label="Descending", elem_id="descending", scale=0)
+            show_ci = gr.Checkbox(value=False, label="Show 95% CIs", elem_id="show-ci", scale=0)
+        with gr.Row():
+            engines = gr.Dropdown(choices=found["engines"], multiselect=True, label="Engine", elem_id="f-engine")
+            methods = gr.Dropdown(choices=found["methods"], multiselect=True, label="SD method",
+                                  elem_id="f-method")
+            families = gr.Dropdown(choices=found["families"], multiselect=True, label="Model family",
+                                   elem_id="f-family")
+            isl = gr.Dropdown(choices=found["isls"], value="any", label="ISL (throughput bucket)",
+                              elem_id="f-isl")
+        board_table = gr.Dataframe(value=frame, datatype=datatypes, column_widths=widths, interactive=False,
+                                   pinned_columns=1, elem_id="board", label="Entries", max_height=600)
+        controls = [search, engines, methods, families, isl, sort_by, descending, show_ci]
+        for control in controls:
+            control.change(table, controls, board_table, api_name=False)
+    return _Browse(controls, [engines, methods, families, isl], board_table)
+
+
+def _compare_tab(store: LeaderboardStore, found) -> list:
+    """The Compare tab; returns its dropdowns (entries, Pareto ISL) whose choices follow the store."""
+    with gr.Tab("Compare", id="compare"):
+        with gr.Row():
+            picked = gr.Dropdown(choices=compare.entry_choices(store), multiselect=True, scale=4,
+                                 label="Entries (the first is the reference)", elem_id="compare-entries")
+            pareto_isl = gr.Dropdown(choices=found["isls"], value="any", label="ISL for Pareto curves",
+                                     elem_id="compare-isl", scale=1)
+            compare_button = gr.Button("Compare", variant="primary", elem_id="compare-button", scale=0)
+        compare_note = gr.Markdown(elem_id="compare-note")
+        side_by_side = gr.Dataframe(label="AL per category, side by side", interactive=False,
+                                    elem_id="compare-side")
+        differences = gr.Dataframe(label="Paired AL difference (entry - reference) on shared prompts",
+                                   interactive=False, elem_id="compare-diff")
+        pareto = gr.LinePlot(x="user_tps", y="output_tps", color="entry", label="Pareto curves",
+                             x_title="user tokens/s (median)", y_title="output tokens/s",
+                             tooltip=["entry", "concurrency", "user_tps", "output_tps"], elem_id="pareto")
+
+        def run_compare(ids, isl_value):
+            side, diffs, points, note = compare.compare(store, ids, isl_value)
+            return side, diffs, points, note
+
+        compare_button.click(run_compare, [picked, pareto_isl],
+                             [side_by_side, differences, pareto, compare_note], api_name="compare")
+    return [picked, pareto_isl]
+
+
+def _submit_tab(settings: Settings, store: LeaderboardStore, known_builds: KnownBuilds, mirror: HubMirror | None,
+                browse: _Browse, followers: list, table, refresh_choices) -> None:
+    """The Submit tab and the hidden ``submit_bundle`` endpoint; a submission refreshes the board
+    and every dropdown in ``browse.filters + followers``."""
+    with gr.Tab("Submit", id="submit"):
+        gr.Markdown(about.SUBMIT_GUIDE)
+        upload = gr.File(label="Result bundle (.tar.gz or .zip)", file_types=[".gz", ".tgz", ".zip"],
+                         type="filepath", elem_id="bundle-upload")
+        submit_button = gr.Button("Submit", variant="primary", elem_id="submit-button")
+        # plain text: a rejection quotes what the submitter sent, which must never render
+        status = gr.Textbox(label="Result", interactive=False, elem_id="submit-status", lines=2)
+        result = gr.JSON(visible=False)
+
+        def on_submit(path, *control_values):
+            outcome = submission.handle_upload(path, store, known_builds, settings.limits, mirror)
+            return (outcome.text(), outcome.to_dict(), table(*control_values), *refresh_choices())
+
+        submit_button.click(
+            on_submit, [upload, *browse.controls],
+            [status, result, browse.board_table, *browse.filters, *followers],
+            api_name=False)
+
+        # The endpoint `speedbench submit` calls: one file in, {"status", "entry_id", "message"} out.
+        api_upload = gr.File(visible=False, type="filepath")
+        api_trigger = gr.Button(visible=False)
+        api_trigger.click(
+            lambda path: submission.handle_upload(path, store, known_builds, settings.limits, mirror).to_dict(),
+            api_upload, result, api_name="submit_bundle")
+
+
+def _about_tab() -> None:
+    with gr.Tab("About", id="about"):
+        gr.Markdown(about.ABOUT)
+        gr.Textbox(value=about.CITATION, label=about.CITATION_LABEL, lines=6, buttons=["copy"],
+                   elem_id="citation")
+
+
+def build_app(settings: Settings | None = None, store: LeaderboardStore | None = None,
+              known_builds: KnownBuilds | None = None, mirror: HubMirror | None = None) -> gr.Blocks:
+    settings = settings or Settings()
+    store, known_builds, mirror = _prepare_store(settings, store, known_builds, mirror)
+    table, refresh_choices = _board_functions(store)
     rows = populate.all_rows(store)
     found = populate.filter_choices(rows)
-    frame, datatypes, widths = populate.board_frame(rows)
 
     with gr.Blocks(title=about.TITLE, fill_width=True) as demo:
         gr.Markdown(f"# {about.TITLE}")
         gr.Markdown(about.INTRODUCTION)
         with gr.Tabs():
-            with gr.Tab("Browse", id="browse"):
-                with gr.Row():
-                    search = gr.Textbox(label="Search", placeholder="model, drafter, method, GPU ...",
-                                        elem_id="search", scale=3)
-                    sort_by = gr.Dropdown(choices=[c.header for c in populate.visible_columns(rows, None, False)],
-                                          value="Mean AL", label="Sort by", elem_id="sort-by", scale=1)
-                    descending = gr.Checkbox(value=True, label="Descending", elem_id="descending", scale=0)
-                    show_ci = gr.Checkbox(value=False, label="Show 95% CIs", elem_id="show-ci", scale=0)
-                with gr.Row():
-                    engines = gr.Dropdown(choices=found["engines"], multiselect=True, label="Engine", elem_id="f-engine")
-                    methods = gr.Dropdown(choices=found["methods"], multiselect=True, label="SD method",
-                                          elem_id="f-method")
-                    families = gr.Dropdown(choices=found["families"], multiselect=True, label="Model family",
-                                           elem_id="f-family")
-                    isl = gr.Dropdown(choices=found["isls"], value="any", label="ISL (throughput bucket)",
-                                      elem_id="f-isl")
-                board_table = gr.Dataframe(value=frame, datatype=datatypes, column_widths=widths, interactive=False,
-                                           pinned_columns=1, elem_id="board", label="Entries", max_height=600)
-                controls = [search, engines, methods, families, isl, sort_by, descending, show_ci]
-                for control in controls:
-                    control.change(table, controls, board_table, api_name=False)
+            browse = _browse_tab(rows, found, table)
+            followers = _compare_tab(store, found)
+            _submit_tab(settings, store, known_builds, mirror, browse, followers, table, refresh_choices)
+            _about_tab()
 
-            with gr.Tab("Compare", id="compare"):
-                with gr.Row():
-                    picked = gr.Dropdown(choices=compare.entry_choices(store), multiselect=True, scale=4,
-                                         label="Entries (the first is the reference)", elem_id="compare-entries")
-                    pareto_isl = gr.Dropdown(choices=found["isls"], value="any", label="ISL for Pareto curves",
-                                             elem_id="compare-isl", scale=1)
-                    compare_button = gr.Button("Compare", variant="primary", elem_id="compare-button", scale=0)
-                compare_note = gr.Markdown(elem_id="compare-note")
-                side_by_side = gr.Dataframe(label="AL per category, side by side", interactive=False,
-                                            elem_id="compare-side")
-                differences = gr.Dataframe(label="Paired AL difference (entry - reference) on shared prompts",
-                                           interactive=False, elem_id="compare-diff")
-                pareto = gr.LinePlot(x="user_tps", y="output_tps", color="entry", label="Pareto curves",
-                                     x_title="user tokens/s (median)", y_title="output tokens/s",
-                                     tooltip=["entry", "concurrency", "user_tps", "output_tps"], elem_id="pareto")
-
-                def run_compare(ids, isl_value):
-                    side, diffs, points, note = compare.compare(store, ids, isl_value)
-                    return side, diffs, points, note
-
-                compare_button.click(run_compare, [picked, pareto_isl],
-                                     [side_by_side, differences, pareto, compare_note], api_name="compare")
-
-            with gr.Tab("Submit", id="submit"):
-                gr.Markdown(about.SUBMIT_GUIDE)
-                upload = gr.File(label="Result bundle (.tar.gz or .zip)", file_types=[".gz", ".tgz", ".zip"],
-                                 type="filepath", elem_id="bundle-upload")
-                submit_button = gr.Button("Submit", variant="primary", elem_id="submit-button")
-                # plain text: a rejection quotes what the submitter sent, which must never render
-                status = gr.Textbox(label="Result", interactive=False, elem_id="submit-status", lines=2)
-                result = gr.JSON(visible=False)
-
-                def on_submit(path, *control_values):
-                    outcome = submission.handle_upload(path, store, known_builds, settings.limits, mirror)
-                    return (outcome.text(), outcome.to_dict(), table(*control_values), *refresh_choices())
-
-                submit_button.click(
-                    on_submit, [upload, *controls],
-                    [status, result, board_table, engines, methods, families, isl, picked, pareto_isl],
-                    api_name=False)
-
-                # The endpoint `speedbench submit` calls: one file in, {"status", "entry_id", "message"} out.
-                api_upload = gr.File(visible=False, type="filepath")
-                api_trigger = gr.Button(visible=False)
-                api_trigger.click(
-                    lambda path: submission.handle_upload(path, store, known_builds, settings.limits, mirror).to_dict(),
-                    api_upload, result, api_name="submit_bundle")
-
-            with gr.Tab("About", id="about"):
-                gr.Markdown(about.ABOUT)
-                gr.Textbox(value=about.CITATION, label=about.CITATION_LABEL, lines=6, buttons=["copy"],
-                           elem_id="citation")
-
-        demo.load(lambda *values: (table(*values), *refresh_choices()), controls,
-                  [board_table, engines, methods, families, isl, picked, pareto_isl], api_name=False)
+        demo.load(lambda *values: (table(*values), *refresh_choices()), browse.controls,
+                  [browse.board_table, *browse.filters, *followers], api_name=False)
     demo.store = store  # for tests and for closing
     return demo
 
