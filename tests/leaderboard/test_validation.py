@@ -1,11 +1,9 @@
 """Every bad bundle is rejected with a clear message and leaves the store exactly as it was."""
 from __future__ import annotations
 
-import gzip
-import io
 import json
+import sys
 import tarfile
-import zipfile
 
 import pytest
 
@@ -14,39 +12,9 @@ from speedbench.leaderboard.schema import BundleRejected
 from speedbench.leaderboard.validate import submit_bundle
 
 
-def unpack(bundle: bytes) -> dict[str, bytes]:
-    with tarfile.open(fileobj=io.BytesIO(bundle), mode="r:gz") as tar:
-        return {m.name: tar.extractfile(m).read() for m in tar if m.isreg()}
-
-
-def repack(files: dict[str, bytes], extra: list[tarfile.TarInfo] = ()) -> bytes:
-    raw = io.BytesIO()
-    with tarfile.open(fileobj=raw, mode="w") as tar:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-        for info in extra:
-            tar.addfile(info)
-    return gzip.compress(raw.getvalue())
-
-
-def as_zip(files: dict[str, bytes]) -> bytes:
-    raw = io.BytesIO()
-    with zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in files.items():
-            archive.writestr(name, data)
-    return raw.getvalue()
-
-
-def edit_submission(files: dict[str, bytes], **changes) -> dict[str, bytes]:
-    doc = json.loads(files["submission.json"])
-    for key, value in changes.items():
-        if key in doc:
-            doc[key] = value
-        else:
-            doc["metadata"][key] = value
-    return {**files, "submission.json": json.dumps(doc).encode()}
+# The bundle-editing helpers are defined once, in bundles.py (loaded by path: --import-mode=importlib).
+_bundles = sys.modules["speedbench_leaderboard_test_fixtures"].load_helpers("bundles")
+unpack, repack, as_zip, edit_submission = _bundles.unpack, _bundles.repack, _bundles.as_zip, _bundles.edit_submission
 
 
 def first_records_member(files: dict[str, bytes]) -> str:
