@@ -1,20 +1,9 @@
-"""Fixtures of the leaderboard tests, defined once in tests/leaderboard/fixtures.py (tests/space/
-uses the same ones for the Gradio app)."""
+"""tests/space/ uses the leaderboard's fixtures (tests/leaderboard/fixtures.py) through the one loader
+in tests/leaderboard/conftest.py."""
 from __future__ import annotations
 
-import importlib.util
-import sys
+import runpy
 from pathlib import Path
 
-
-def _fixtures():
-    name = "speedbench_leaderboard_test_fixtures"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[1] / "leaderboard" / "fixtures.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-globals().update({k: v for k, v in vars(_fixtures()).items() if not k.startswith("__")})
+_loader = runpy.run_path(str(Path(__file__).resolve().parents[1] / "leaderboard" / "conftest.py"))
+globals().update({k: v for k, v in _loader.items() if not k.startswith("__")})
