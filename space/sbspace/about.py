@@ -32,6 +32,13 @@ ABOUT = """
 - **Trust**: `self-reported` until a maintainer reruns the entry and its figures agree
   (`verified`). **Warnings**: plausibility checks that do not reject (greedy outputs that differ
   from the baseline, an AL above what the method usually reaches, a speedup above the AL ...).
+- **Lossless (T=0)**: at temperature 0, speculative decoding must reproduce the baseline's
+  tokens, so when an entry holds an SD run and a baseline run on the same prompts, their output
+  token ids are compared request by request: the share identical, and how many differ (the first
+  divergence of each is kept with the entry; warning `lossless.tokens_differ`). Batched GPU
+  kernels are not bitwise deterministic (batch shape and multi-position verification change the
+  reduction order, near-ties flip), so a small share of late divergences is expected: this is a
+  flag, never a rejection. Empty when the entry has no baseline, no token ids, or T > 0.
 - **Pareto curves** (Compare): output tokens/s (system throughput) against median user
   tokens/s (per-request speed), one point per concurrency.
 

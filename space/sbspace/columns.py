@@ -2,7 +2,7 @@
 
 The set is fixed and bounded whatever is submitted: identity, AL, one column per known
 category (CIs on request), two per ISL bucket (best speedup, at which concurrency), trust,
-warnings, family, date, id. Per-concurrency figures are in Compare (Pareto curves)."""
+warnings, losslessness, family, date, id. Per-concurrency figures are in Compare (Pareto curves)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -36,6 +36,7 @@ ACCEPTANCE = [
 TRAILING = [
     Column("trust", "Trust", "str", width=120),
     Column("warnings", "Warnings", "str", width=200),
+    Column("lossless", "Lossless (T=0)", "str", width=230),
     Column("model_family", "Family", "str", default=False),
     Column("submitted", "Submitted", "str", width=110),
     Column("id", "Entry", "str", width=150),

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from functools import lru_cache
 
+from speedbench.leaderboard.lossless import lossless_cell
 from speedbench.leaderboard.recompute import compare_runs, finite
 from speedbench.leaderboard.store import Entry, LeaderboardStore
 from speedbench.schema import QUALITATIVE_CATEGORIES, THROUGHPUT_BUCKETS, THROUGHPUT_CATEGORIES
@@ -78,6 +79,7 @@ def entry_row(entry: Entry) -> dict:
     row["submitted"] = _text(entry.submitted_at)[:10]
     row["trust"] = entry.trust
     row["warnings"] = _warnings_cell(entry.warnings)
+    row["lossless"] = lossless_cell(metrics.get("losslessness"))
     return row
 
 

@@ -75,11 +75,21 @@ def check_record_types(data, where: str) -> None:
     concurrency = data.get("requested_concurrency")
     if concurrency is not None and (not _is_int(concurrency) or concurrency < 1):
         _reject("must be a positive integer or null", where, "requested_concurrency")
+    _check_token_ids_types(data, where)
     started = data.get("started_unix_s")
     if started is not None and (not isinstance(started, (int, float)) or isinstance(started, bool)
                                 or not math.isfinite(started) or started < 0):
         _reject("must be a non-negative number", where, "started_unix_s")
     _check_stats_types(data.get("engine_stats"), where)
+
+
+def _check_token_ids_types(data: dict, where: str) -> None:
+    """``output_token_ids``: null or a list of non-negative integers (the losslessness check reads them)."""
+    ids = data.get("output_token_ids")
+    if ids is not None and (not isinstance(ids, list) or not set(map(type, ids)) <= {int} or (ids and min(ids) < 0)):
+        _reject("must be null or a list of non-negative integers", where, "output_token_ids")
+    if data.get("output_token_ids_source") is not None and not isinstance(data["output_token_ids_source"], str):
+        _reject("must be a string or null", where, "output_token_ids_source")
 
 
 def _check_stats_types(stats, where: str) -> None:
@@ -106,6 +116,9 @@ def _compact(record: TurnRecord, keep_chunks: bool) -> TurnRecord:
     record.chunk_tokens = array("q", record.chunk_tokens if keep_chunks else ())
     # The text is only ever compared (SD against baseline greedy outputs): its hash does that.
     record.output_text = hashlib.sha256(record.output_text.encode("utf-8")).hexdigest()[:32] if keep_chunks else ""
+    # The ids are only compared token by token (losslessness), so compact like the chunks.
+    if record.output_token_ids is not None:
+        record.output_token_ids = array("q", record.output_token_ids) if keep_chunks else None
     if record.engine_stats is not None:
         record.engine_stats.raw = {}
     return record

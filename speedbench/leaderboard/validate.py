@@ -12,6 +12,7 @@ Order of checks (the first failure is the message the submitter sees; each names
    acceptance is not uniformly perfect, a baseline is not an SD run (:mod:`.known_builds`);
 5. the same measurement already on the board (:mod:`.canonical`, not the bytes);
 6. every metric recomputed from the raw records (:mod:`.recompute`); no speedup above K + 1;
+   at temperature 0, SD outputs compared with the baseline's token by token (:mod:`.lossless`, a flag);
 7. one transaction writes the entry, its plausibility warnings (:mod:`.plausibility`) and its
    raw archive (:mod:`.store`), then the optional mirror.
 
@@ -27,6 +28,7 @@ from speedbench.consistency import check_acceptance_plausible, check_coverage, c
 from speedbench.leaderboard import canonical, plausibility
 from speedbench.leaderboard.archive import ArchiveLimits, check_member_name, content_hash, loads_strict, read_archive
 from speedbench.leaderboard.known_builds import KnownBuilds
+from speedbench.leaderboard.lossless import bundle_losslessness, losslessness_warnings
 from speedbench.leaderboard.records_adapter import RunData
 from speedbench.leaderboard.recompute import METRICS_VERSION, recompute_metrics
 from speedbench.leaderboard.runs import DEFAULT_CAPS, ReadRun, RunCaps, read_run
@@ -39,6 +41,7 @@ from speedbench.leaderboard.schema import (
     shown,
 )
 from speedbench.leaderboard.store import Entry, LeaderboardStore
+from speedbench.metrics.results import to_jsonable
 from speedbench.metrics.validation import MetricInputError
 from speedbench.schema import THROUGHPUT_BUCKETS
 
@@ -135,6 +138,8 @@ def compute_entry_metrics(bundle: ValidatedBundle) -> dict:
         metrics = recompute_metrics(bundle.runs, bundle.metadata.draft_length)
     except MetricInputError as exc:
         raise BundleRejected(f"records rejected by the metrics core: {exc}", rule="metrics.input") from None
+    # flagged, never rejected (speedbench.leaderboard.lossless)
+    metrics["losslessness"] = to_jsonable(bundle_losslessness(bundle.runs, bundle.metadata.temperature))
     limit = bundle.metadata.draft_length + 1
     for speedup in metrics.get("speedup", []):
         if (speedup.get("speedup_measured") or 0) > limit:
@@ -148,6 +153,7 @@ def compute_entry_metrics(bundle: ValidatedBundle) -> dict:
 def entry_warnings(bundle: ValidatedBundle, metrics: dict, store: LeaderboardStore | None = None) -> list[dict]:
     warnings = plausibility.greedy_warnings(bundle.runs, bundle.metadata.temperature)
     warnings += plausibility.metric_warnings(bundle.metadata, metrics)
+    warnings += losslessness_warnings(metrics.get("losslessness"))
     twin = store.has_tokens(bundle.tokens_sha256) if store is not None else None
     if twin:
         warnings.append({"code": "duplicate.tokens", "message": f"the same token streams as entry {twin}"})

@@ -13,11 +13,16 @@ For request r with SD output ``a`` and baseline output ``b`` (token ids of the s
                         = min(|a|, |b|)  if one is a proper prefix of the other
                         = None           if a == b
     share_identical     = |{r : a == b}| / |compared requests|
+
+Which requests are compared (:func:`pair_records`, used by the report and the leaderboard): the
+same question and turn in both runs, both successful, with identical prompt ids
+(``prompt_sha256``: a later turn whose history already diverged has another prompt), and token
+ids in both.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
@@ -73,3 +78,32 @@ def compare_outputs(sd: dict[str, Sequence[int]], baseline: dict[str, Sequence[i
     return LosslessnessSummary(num_compared=len(requests), num_identical=identical,
                                share_identical=identical / len(requests) if requests else None,
                                requests=requests, skipped=dict(skipped or {}))
+
+
+def pair_records(sd: Iterable[Any], baseline: Iterable[Any]) -> tuple[dict, dict, dict[str, int], set[str]]:
+    """(SD ids, baseline ids, skipped reasons, id sources) of the requests both runs hold (module doc).
+
+    Records are ``speedbench.records.TurnRecord``-like; keys are ``"<question_id>/<turn_index>"``.
+    """
+    sd_by = {f"{r.question_id}/{r.turn_index}": r for r in sd}
+    base_by = {f"{r.question_id}/{r.turn_index}": r for r in baseline}
+    sd_ids: dict[str, Sequence[int]] = {}
+    base_ids: dict[str, Sequence[int]] = {}
+    skipped: dict[str, int] = {}
+    sources: set[str] = set()
+    for key in sorted(set(sd_by) | set(base_by)):
+        a, b = sd_by.get(key), base_by.get(key)
+        if a is None or b is None:
+            reason = "missing_in_baseline" if b is None else "missing_in_sd"
+        elif not (a.ok and b.ok):
+            reason = "failed"
+        elif a.prompt_sha256 != b.prompt_sha256:
+            reason = "prompt_differs"
+        elif a.output_token_ids is None or b.output_token_ids is None:
+            reason = "no_token_ids"
+        else:
+            sd_ids[key], base_ids[key] = a.output_token_ids, b.output_token_ids
+            sources |= {a.output_token_ids_source or "?", b.output_token_ids_source or "?"}
+            continue
+        skipped[reason] = skipped.get(reason, 0) + 1
+    return sd_ids, base_ids, skipped, sources

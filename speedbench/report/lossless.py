@@ -11,38 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from speedbench.metrics.losslessness import NONDETERMINISM_NOTE, LosslessnessSummary, compare_outputs
-from speedbench.records import IDS_FROM_ENGINE, TurnRecord
+from speedbench.metrics.losslessness import NONDETERMINISM_NOTE, LosslessnessSummary, compare_outputs, pair_records
+from speedbench.records import IDS_FROM_ENGINE
 from speedbench.report.runs import LoadedRun
-
-
-def _outputs(records: list[TurnRecord]) -> dict[str, TurnRecord]:
-    return {f"{r.question_id}/{r.turn_index}": r for r in records}
-
-
-def _pair(sd: list[TurnRecord], base: list[TurnRecord]) -> tuple[dict, dict, dict[str, int], set[str]]:
-    """The ids both runs hold for the same prompts, the reasons others were left out, the id sources."""
-    sd_by, base_by = _outputs(sd), _outputs(base)
-    sd_ids: dict[str, list[int]] = {}
-    base_ids: dict[str, list[int]] = {}
-    skipped: dict[str, int] = {}
-    sources: set[str] = set()
-    for key in sorted(set(sd_by) | set(base_by)):
-        a, b = sd_by.get(key), base_by.get(key)
-        if a is None or b is None:
-            reason = "missing_in_baseline" if b is None else "missing_in_sd"
-        elif not (a.ok and b.ok):
-            reason = "failed"
-        elif a.prompt_sha256 != b.prompt_sha256:
-            reason = "prompt_differs"
-        elif a.output_token_ids is None or b.output_token_ids is None:
-            reason = "no_token_ids"
-        else:
-            sd_ids[key], base_ids[key] = a.output_token_ids, b.output_token_ids
-            sources |= {a.output_token_ids_source or "?", b.output_token_ids_source or "?"}
-            continue
-        skipped[reason] = skipped.get(reason, 0) + 1
-    return sd_ids, base_ids, skipped, sources
 
 
 def _temperature(run: LoadedRun) -> Any:
@@ -74,7 +45,7 @@ def losslessness_rows(runs: list[LoadedRun]) -> tuple[list[dict], list[dict]]:
             for point, records in sd.points():
                 if point not in base_points:
                     continue
-                sd_ids, base_ids, skipped, sources = _pair(records, base_points[point])
+                sd_ids, base_ids, skipped, sources = pair_records(records, base_points[point])
                 summary = compare_outputs(sd_ids, base_ids, skipped)
                 row = _row(sd, base, point, summary, sources)
                 rows.append(row)
