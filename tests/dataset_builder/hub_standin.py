@@ -6,6 +6,12 @@ front matter), ``POST /api/{type}s/{repo}/preupload/{rev}``
 ``POST /api/{type}s/{repo}/commit/{rev}`` (NDJSON: a header line, then one line per file with its
 base64 content). For ``--online`` source reads it also serves ``GET /api/datasets/{repo}``
 (the current commit) and ``HEAD``/``GET /datasets/{repo}/resolve/{revision}/{path}``. Received files are decoded and kept in ``repos[repo_id]`` for the test to compare.
+
+Space repos (``create_repo(..., repo_type="space")``) go to ``spaces[repo_id]`` instead, through the
+same preupload/commit routes under ``/api/spaces/``; their committed files are served back at
+``/spaces/{repo}/resolve/{revision}/{path}`` (revision ``main`` or the last commit; any other, such
+as the ``v0.4.6`` tag evaluate asks for first, is a 404 as on the Hub), which is where
+``evaluate.load("ORG/name")`` downloads ``name.py``.
 """
 from __future__ import annotations
 
@@ -20,6 +26,8 @@ from aiohttp import web
 class HubStandIn:
     def __init__(self):
         self.repos: dict[str, dict[str, bytes]] = {}
+        self.spaces: dict[str, dict[str, bytes]] = {}
+        self.space_commits: dict[str, str] = {}  # repo_id -> last commit oid
         self.created: list[dict] = []
         self.validated: list[dict] = []
         self.hosted: dict[str, dict] = {}       # repo_id -> {"sha": commit, "files": {path: bytes}} to serve
@@ -34,11 +42,18 @@ class HubStandIn:
         body = await request.json()
         self.created.append(body)
         repo_id = f"{body['organization']}/{body['name']}" if body.get("organization") else body["name"]
-        if repo_id in self.repos:
-            return web.json_response({"error": "You already created this dataset repo",
-                                      "url": f"{self.url}/datasets/{repo_id}"}, status=409)
-        self.repos[repo_id] = {}
-        return web.json_response({"url": f"{self.url}/datasets/{repo_id}", "name": repo_id})
+        kind = "spaces" if body.get("type") == "space" else "datasets"
+        if kind == "spaces" and not body.get("sdk"):
+            return web.json_response({"error": "sdk is required for a Space"}, status=400)
+        store = self._store(kind)
+        if repo_id in store:
+            return web.json_response({"error": f"You already created this {body.get('type')} repo",
+                                      "url": f"{self.url}/{kind}/{repo_id}"}, status=409)
+        store[repo_id] = {}
+        return web.json_response({"url": f"{self.url}/{kind}/{repo_id}", "name": repo_id})
+
+    def _store(self, kind: str) -> dict[str, dict[str, bytes]]:
+        return self.spaces if kind == "spaces" else self.repos
 
     async def _validate_yaml(self, request: web.Request) -> web.Response:
         """Like the Hub: the README's YAML front matter must parse; a dataset's ``configs`` must name files."""
@@ -72,7 +87,11 @@ class HubStandIn:
         import hashlib
 
         repo_id = f"{request.match_info['org']}/{request.match_info['name']}"
-        hosted = self.hosted.get(repo_id)
+        if request.match_info.get("kind") == "spaces":
+            hosted = ({"sha": self.space_commits[repo_id], "files": self.spaces[repo_id]}
+                      if repo_id in self.space_commits else None)
+        else:
+            hosted = self.hosted.get(repo_id)
         revision, path = request.match_info["revision"], request.match_info["path"]
         if hosted is None or revision not in (hosted["sha"], "main") or path not in hosted["files"]:
             return web.Response(status=404, headers={"X-Error-Code": "EntryNotFound"})
@@ -91,15 +110,19 @@ class HubStandIn:
 
     async def _commit(self, request: web.Request) -> web.Response:
         repo_id = f"{request.match_info['org']}/{request.match_info['name']}"
-        if repo_id not in self.repos:
+        kind = request.match_info["kind"]
+        store = self._store(kind)
+        if repo_id not in store:
             return web.json_response({"error": "Repository not found"}, status=404)
         for line in (await request.read()).splitlines():
             item = json.loads(line)
             if item["key"] == "file":
                 value = item["value"]
-                self.repos[repo_id][value["path"]] = base64.b64decode(value["content"])
+                store[repo_id][value["path"]] = base64.b64decode(value["content"])
         oid = f"{len(self.requests):040x}"
-        return web.json_response({"commitUrl": f"{self.url}/datasets/{repo_id}/commit/{oid}", "commitOid": oid,
+        if kind == "spaces":
+            self.space_commits[repo_id] = oid
+        return web.json_response({"commitUrl": f"{self.url}/{kind}/{repo_id}/commit/{oid}", "commitOid": oid,
                                   "success": True})
 
     @web.middleware
@@ -116,9 +139,9 @@ class HubStandIn:
         app.router.add_post("/api/repos/create", self._create)
         app.router.add_post("/api/validate-yaml", self._validate_yaml)
         app.router.add_get("/api/datasets/{org}/{name}", self._dataset_info)
-        app.router.add_route("*", "/datasets/{org}/{name}/resolve/{revision}/{path:.+}", self._resolve)
-        app.router.add_post("/api/datasets/{org}/{name}/preupload/{revision}", self._preupload)
-        app.router.add_post("/api/datasets/{org}/{name}/commit/{revision}", self._commit)
+        app.router.add_route("*", "/{kind:datasets|spaces}/{org}/{name}/resolve/{revision}/{path:.+}", self._resolve)
+        app.router.add_post("/api/{kind:datasets|spaces}/{org}/{name}/preupload/{revision}", self._preupload)
+        app.router.add_post("/api/{kind:datasets|spaces}/{org}/{name}/commit/{revision}", self._commit)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
