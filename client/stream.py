@@ -180,7 +180,7 @@ async def _stream_once(session, adapter, body, timeout, state, chunk_ns, chunk_t
                 # Read the (empty) rest of the body so the connection goes back to the pool
                 # instead of being closed: a new TCP connect per request would queue at the server.
                 await content.read()
-            if not done and adapter.stream_ends_with_done:
+            if not done and not adapter.stream_finished(state):
                 raise StreamError("connection", "stream ended before [DONE] (connection closed mid-stream)")
     except StreamError as failure:
         error_kind, error = failure.kind, failure.message

@@ -111,6 +111,10 @@ class EngineAdapter:
         """
         raise NotImplementedError
 
+    def stream_finished(self, state: StreamState) -> bool:
+        """Whether a stream that ended without ``[DONE]`` is complete (else: a dropped connection)."""
+        return not self.stream_ends_with_done
+
     def engine_stats(self, state: StreamState) -> EngineSpecStats | None:
         return None
 

@@ -1,4 +1,14 @@
-"""llama.cpp ``llama-server`` (e.g. from the PyPI wheel ``xllamacpp``): ``/v1/completions``.
+"""llama.cpp ``llama-server`` (e.g. from the PyPI wheel ``xllamacpp``): the native ``/completion``.
+
+The native endpoint is used, not ``/v1/completions``, for the token ids: with ``return_tokens``
+its events carry ``tokens`` (the event's new ids), while the OpenAI-style stream drops them
+(llama.cpp ``server_task_result_cmpl_partial::to_json_oaicompat`` has no such field; seen on the
+xllamacpp build tested here too), so the records' ids are the engine's
+(``TurnRecord.output_token_ids_source == "engine"``). A native event is ``{"content", "tokens",
+"stop", "tokens_predicted", "tokens_evaluated", "timings"}``; the last has ``stop: true`` and
+``stop_type`` (``limit`` -> finish reason ``length``, ``eos`` / ``word`` -> ``stop``), and no
+``data: [DONE]`` follows, so a stream is complete when that event arrived. Events in the
+OpenAI shape (``choices``) are still read, for a server spoken to at ``/v1/completions``.
 
 The server streams one event per generated token even when speculating. With
 ``timings_per_token`` every event carries running ``timings``: ``predicted_n`` (cumulative
@@ -9,15 +19,13 @@ adapter uses it as the step key, so chunks become steps. The final event's
 decode steps = completion_tokens - draft_n_accepted - 1 (the prefill token excluded). These are
 all decode steps; the Prometheus ``llamacpp:spec_decode_num_drafts_total`` counts
 ``n_draft_verif_steps``, the steps that carried a draft, so the two are compared by tokens.
-``cache_prompt`` is off so that repeated prompts are measured in full. ``return_tokens`` asks
-for each event's token ids (``tokens``); the xllamacpp build tested here sends none on
-``/v1/completions``, so the client re-encodes the text (``TurnRecord.output_token_ids_source``).
+``cache_prompt`` is off so that repeated prompts are measured in full.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from speedbench.client.engines.base import EngineAdapter, StreamState, get_json
+from speedbench.client.engines.base import EngineAdapter, StreamError, StreamState, get_json
 from speedbench.client.engines.openai import completion_payload, parse_openai_completion_event
 from speedbench.metrics.steps import derive_decode_steps
 from speedbench.records import EngineSpecStats
@@ -30,6 +38,8 @@ class LlamaCppAdapter(EngineAdapter):
     # pooled connection reused afterwards fails ("Can not write request body"). Asking for
     # Connection: close makes the client open a fresh connection per request instead.
     extra_headers = {"Connection": "close"}
+    generate_path = "/completion"
+    stream_ends_with_done = False  # the native stream ends with its ``stop: true`` event instead
 
     def build_payload(self, prompt_ids: list[int]) -> dict[str, Any]:
         model = {"model": self.model} if self.model else {}
@@ -39,7 +49,8 @@ class LlamaCppAdapter(EngineAdapter):
     def parse_event(self, event: dict[str, Any], state: StreamState) -> tuple[int, Any]:
         timings = event.get("timings")
         before = state.tokens_total
-        new = parse_openai_completion_event(event, state, self.name)
+        new = (parse_openai_completion_event(event, state, self.name) if "choices" in event
+               else _parse_native_event(event, state))
         if event.get("tokens") is not None:
             state.add_token_ids(event["tokens"])  # with return_tokens: the event's new ids
         if timings and timings.get("predicted_n") is not None:
@@ -49,6 +60,9 @@ class LlamaCppAdapter(EngineAdapter):
             state.extra["timings"] = timings
             return new, timings.get("predicted_ms")
         return new, None
+
+    def stream_finished(self, state: StreamState) -> bool:
+        return bool(state.extra.get("stopped")) or state.finish_reason is not None
 
     def engine_stats(self, state: StreamState) -> EngineSpecStats | None:
         timings = state.extra.get("timings") or {}
@@ -78,3 +92,24 @@ class LlamaCppAdapter(EngineAdapter):
                                                          "eos_token")}
         return info
 
+
+_FINISH_REASONS = {"limit": "length", "eos": "stop", "word": "stop"}
+
+
+def _parse_native_event(event: dict[str, Any], state: StreamState) -> int:
+    """One native ``/completion`` event: text, finish reason, usage; new tokens from the
+    cumulative ``tokens_predicted`` (``timings.predicted_n`` overrides it when sent)."""
+    if "error" in event:
+        raise StreamError("engine_error", f"llamacpp error event: {str(event['error'])[:300]}")
+    if "content" not in event or "tokens_predicted" not in event:
+        raise StreamError("malformed", f"llamacpp event without 'content'/'tokens_predicted': {str(event)[:200]}")
+    state.last_event = event
+    state.text += event["content"] or ""
+    new = max(0, int(event["tokens_predicted"]) - state.tokens_total)
+    state.tokens_total += new
+    if event.get("stop"):
+        state.extra["stopped"] = True
+        state.finish_reason = _FINISH_REASONS.get(event.get("stop_type"), event.get("stop_type") or None)
+        state.usage = {"completion_tokens": int(event["tokens_predicted"]),
+                       "prompt_tokens": int(event.get("tokens_evaluated") or 0)}
+    return new

@@ -20,6 +20,13 @@ def _http_json(url: str, body: dict | None = None):
         return json.loads(response.read())
 
 
+def _continuation(tokenizer, ids: list[int]) -> str:
+    """``ids`` decoded as a continuation: after an anchor token, since a SentencePiece decoder
+    drops the leading space of a sequence's first word (" years" alone decodes as "years")."""
+    anchor = tokenizer.encode("a")
+    return tokenizer.decode(anchor + ids)[len(tokenizer.decode(anchor)):]
+
+
 def _counters(url: str) -> dict[str, float]:
     """The server's counters, parsed here independently of the client's parser."""
     with urllib.request.urlopen(url + "/metrics", timeout=30) as response:
@@ -69,10 +76,14 @@ def test_run_counts_equal_server_timings_and_counters(llama_server, models_dir, 
         assert len(record["chunk_tokens"]) == timings["predicted_n"] - timings.get("draft_n_accepted", 0)
         assert sum(n - 1 for n in record["chunk_tokens"]) == timings.get("draft_n_accepted", 0)
         assert max(record["chunk_tokens"]) <= 5  # never more than K+1 = 5 tokens per step
-        # This server's /v1/completions stream carries no ids even with return_tokens (seen on the
-        # xllamacpp build here): the client re-encodes the text and says so.
-        assert record["output_token_ids_source"] == "reencoded"
-        assert record["output_token_ids"] == target_tokenizer.encode(record["output_text"])
+        # The native /completion stream carries each event's ids (return_tokens): they are the
+        # engine's, one per counted token, and they decode to the text, by our tokenizer and by
+        # the server's own /detokenize.
+        ids = record["output_token_ids"]
+        assert record["output_token_ids_source"] == "engine"
+        assert len(ids) == record["output_tokens"] == sum(record["chunk_tokens"])
+        assert _continuation(target_tokenizer, ids) == record["output_text"]
+        assert _http_json(llama_server + "/detokenize", {"tokens": ids})["content"] == record["output_text"]
 
     # Whole run (warmup included, as the server saw it) against the Prometheus counters.
     def delta(name):
