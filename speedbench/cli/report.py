@@ -25,16 +25,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples for the 95%% CIs (seeded)")
     parser.add_argument("--tolerance", type=float, default=0.02,
                         help="relative AL difference between acceptance sources that is flagged")
+    phases = parser.add_argument_group(
+        "thinking vs answer", "The phase boundary is detected from each run's tokenizer and chat template "
+        "(</think>, harmony final channel); these override it.")
+    phases.add_argument("--phase-boundary-ids", metavar="IDS", default=None,
+                        help="token ids that end thinking: one id (151668, Qwen3's </think>) or a comma-separated sequence")
+    phases.add_argument("--phase-prompt-state", choices=("none", "open", "closed"), default=None,
+                        help="the generation prompt leaves thinking to the model (none), opens it (open) or closes "
+                             "it (closed: every output is answer)")
+    phases.add_argument("--phase-tokenizer", metavar="DIR", default=None,
+                        help="tokenizer folder to detect the boundary from (default: each run's manifest)")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from speedbench.report import ReportOptions, RunFolderError, build_report, summary_lines
+    from speedbench.tokenization.phase_boundary import PhaseBoundaryError
 
-    options = ReportOptions(num_resamples=args.resamples, title=args.title, agreement_tolerance=args.tolerance)
+    options = ReportOptions(num_resamples=args.resamples, title=args.title, agreement_tolerance=args.tolerance,
+                            phase_boundary_ids=args.phase_boundary_ids, phase_prompt_state=args.phase_prompt_state,
+                            phase_tokenizer=args.phase_tokenizer)
     try:
         files = build_report(args.run_dirs, args.out, options)
-    except RunFolderError as error:
+    except (RunFolderError, PhaseBoundaryError) as error:
         print(f"speedbench report: {error}", file=sys.stderr)
         return 1
     for line in summary_lines(files.data):

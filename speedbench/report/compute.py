@@ -18,6 +18,8 @@ best draft length per batch size. It arranges the results into tables:
 - ``best_draft_length``  per (dataset config, concurrency) when several draft lengths ran;
 - ``losslessness``  per (SD run, baseline run, point): share of outputs identical token for token
                   and the first divergence per request (``speedbench.report.lossless``);
+- ``phases``      thinking vs answer per (run, point, phase): AL, per-position rates and latency per
+                  phase (``speedbench.report.phases`` over ``speedbench.metrics.phases``);
 - ``flags``       merged chunks, source disagreement, errors, responses cut at max tokens, outputs
                   that differ from the baseline's.
 """
@@ -32,6 +34,7 @@ from speedbench import metrics as M
 from speedbench.metrics.run_results import compute_results
 from speedbench.records import TurnRecord
 from speedbench.report.lossless import losslessness_rows
+from speedbench.report.phases import phase_tables
 from speedbench.report.runs import LoadedRun
 
 LATENCY_QUANTITIES = ("ttft", "step_latency", "tpot", "e2e")
@@ -44,6 +47,10 @@ class ReportOptions:
     num_resamples: int = 1000  # bootstrap resamples (95% percentile intervals, seed 0: the metrics defaults)
     title: str = "SPEED-Bench report"
     agreement_tolerance: float = 0.02
+    # Thinking vs answer (speedbench.report.phases): overrides of the detected phase boundary.
+    phase_boundary_ids: str | None = None  # "151668" or "1,2,3"
+    phase_prompt_state: str | None = None  # "none" | "open" | "closed"
+    phase_tokenizer: str | None = None  # tokenizer folder to detect from instead of the manifest's
 
 
 @dataclass
@@ -62,6 +69,7 @@ class ReportData:
     options: dict[str, Any]
     details: dict[str, Any] = field(default_factory=dict)  # the full per-point analysis
     losslessness: list[dict[str, Any]] = field(default_factory=list)
+    phases: dict[str, Any] = field(default_factory=dict)  # speedbench.report.phases.phase_tables
 
     def to_dict(self) -> dict[str, Any]:
         return M.to_jsonable({
@@ -69,6 +77,7 @@ class ReportData:
             "points": self.points, "acceptance": self.acceptance, "position_rates": self.position_rates,
             "speedup": self.speedup, "best_draft_length": self.best_draft_length, "flags": self.flags,
             "provenance": self.provenance, "details": self.details, "losslessness": self.losslessness,
+            "phases": self.phases,
         })
 
 
@@ -314,6 +323,8 @@ def compute_report(runs: list[LoadedRun], options: ReportOptions | None = None) 
         points=points, acceptance=acceptance, position_rates=positions,
         speedup=_speedup_rows(runs, analysed), best_draft_length=_best_draft_rows(runs, analysed),
         flags=flags + lossless_flags, provenance=provenance, losslessness=losslessness,
+        phases=phase_tables(runs, boundary_ids=options.phase_boundary_ids, prompt_state=options.phase_prompt_state,
+                            tokenizer=options.phase_tokenizer, num_resamples=options.num_resamples),
         options={"num_resamples": options.num_resamples, "confidence": M.bootstrap.DEFAULT_CONFIDENCE,
                  "seed": M.bootstrap.DEFAULT_SEED,
                  "source_disagreement_tolerance": options.agreement_tolerance},

@@ -218,6 +218,52 @@ def best_draft_length(data: ReportData) -> Figure | None:
     return _png(fig), "For each batch size, the draft length whose run had the highest output TPS."
 
 
+def phase_acceptance(data: ReportData) -> Figure | None:
+    """AL per phase (bars with CI) and AR_i per phase (lines), each run at its lowest-concurrency point."""
+    phases = data.phases or {}
+    rows = [r for r in phases.get("rows") or [] if r["acceptance_length"] is not None]
+    chosen = _lowest_point_per_run([{**r, "requested_concurrency": _concurrency(data, r)} for r in rows])
+    rows = [r for r in rows if chosen.get(r["run"]) == r["point"]]
+    if not rows:
+        return None
+    runs = list(dict.fromkeys(r["run"] for r in rows))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8), layout="constrained")
+    width = 0.8 / len(runs)
+    for i, run in enumerate(runs):
+        color = _COLORS[i % len(_COLORS)]
+        mine = {r["phase"]: r for r in rows if r["run"] == run}
+        xs = [j + (i - (len(runs) - 1) / 2) * width for j, name in enumerate(("thinking", "answer")) if name in mine]
+        values = [mine[name] for name in ("thinking", "answer") if name in mine]
+        errors = [[v["acceptance_length"] - (v["acceptance_length_ci_low"] or v["acceptance_length"]) for v in values],
+                  [(v["acceptance_length_ci_high"] or v["acceptance_length"]) - v["acceptance_length"] for v in values]]
+        left.bar(xs, [v["acceptance_length"] for v in values], width=width, color=color, yerr=errors, capsize=3,
+                 label=f"{values[0]['label']} ({chosen[run]})")
+        for name, style in (("thinking", "-"), ("answer", "--")):
+            rates = sorted((p for p in phases.get("position_rates") or [] if p["run"] == run
+                            and p["point"] == chosen[run] and p["phase"] == name), key=lambda p: p["position"])
+            if rates:
+                right.plot([p["position"] for p in rates], [p["conditional_acceptance_rate"] for p in rates],
+                           linestyle=style, marker="o", color=color, label=f"{values[0]['label']} {name}")
+    left.set_xticks([0, 1], ["thinking", "answer"])
+    left.set_ylabel("acceptance length (tokens / step)")
+    left.axhline(1.0, color="grey", linewidth=0.8, linestyle=":")
+    left.set_title("AL per phase, 95% bootstrap CI")
+    left.legend(fontsize=8)
+    right.set_xlabel("draft position i")
+    right.set_ylabel("conditional acceptance AR_i")
+    right.set_ylim(0, 1.05)
+    right.set_xticks(sorted({p["position"] for p in phases.get("position_rates") or []}))
+    right.set_title("Per-position acceptance per phase")
+    right.legend(fontsize=8)
+    return _png(fig), ("Thinking (up to and including the boundary) vs answer; the step spanning the boundary "
+                       "counts as thinking. Solid: thinking, dashed: answer.")
+
+
+def _concurrency(data: ReportData, row: dict) -> int | None:
+    return next((p.get("requested_concurrency") for p in data.points
+                 if p["run"] == row["run"] and p["point"] == row["point"]), None)
+
+
 FIGURES = {
     "acceptance_by_category": acceptance_by_category,
     "conditional_acceptance": conditional_acceptance,
@@ -226,6 +272,7 @@ FIGURES = {
     "best_draft_length": best_draft_length,
     "latency": latency_percentiles,
     "concurrency": achieved_concurrency,
+    "phases": phase_acceptance,
 }
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import jinja2
 
 from speedbench.report.compute import ReportData
+from speedbench.report.phases import phase_summary_lines
 from speedbench.report.tables import TABLES, format_value
 
 TEMPLATE_DIR = Path(__file__).with_name("templates")
@@ -51,6 +52,7 @@ def summary_lines(data: ReportData) -> list[str]:
                      f"{row['num_identical']} of {row['num_compared']} outputs identical")
     for row in data.best_draft_length:
         lines.append(f"best K on {row['dataset_config']} at c={row['concurrency']}: {row['best_draft_length']}")
+    lines += phase_summary_lines(data.phases, {run["run"]: run["label"] for run in data.runs})
     counts: dict[str, int] = {}
     for flag in data.flags:
         counts[flag["flag"]] = counts.get(flag["flag"], 0) + int(flag.get("count") or 0)

@@ -123,6 +123,26 @@ TABLES: tuple[Table, ...] = (
         "reproduce the baseline's tokens, but batched kernels are not bitwise deterministic, so a small share of "
         "late divergences is expected: flagged, not rejected. Re-encoded ids (engines that stream text only) "
         "make divergence indices approximate."),
+    Table("phases", "Thinking vs answer: acceptance and latency per phase", (
+        Column("label", "run"), Column("dataset_config", "config"), Column("point", "point"), Column("phase", "phase"),
+        Column("num_requests", "requests", "int"), Column("num_tokens", "tokens", "int"),
+        Column("token_share", "share of tokens", "pct"), Column("num_steps", "steps", "int"),
+        Column("acceptance_length", "AL"), Column("ci", "95% CI", value=_ci),
+        Column("mean_acceptance_rate", "accepted / drafted"), Column("source", "source"),
+        Column("tokens_per_s", "tokens/s in phase"), Column("inter_chunk_p50_s", "inter-chunk p50 (ms)", "ms"),
+        Column("inter_chunk_p99_s", "inter-chunk p99 (ms)", "ms"),
+        Column("time_to_answer_p50_s", "time to answer p50 (ms)", "ms"), Column("rules", "split rules")),
+        lambda d: (d.phases or {}).get("rows") or [],
+        "Thinking = output tokens up to and including the boundary (</think>, harmony <|channel|>final<|message|>), "
+        "answer = the rest. A step (chunk) belongs to the phase of its first token, so the step spanning the "
+        "boundary counts as thinking. Source: the engine's per-step detail (vLLM --per-request-spec-decode-metrics "
+        "detailed) when every record has it, else chunks. Tokens/s and inter-chunk latency exclude TTFT."),
+    Table("phase_position_rates", "Per-position conditional acceptance per phase", (
+        Column("label", "run"), Column("dataset_config", "config"), Column("point", "point"), Column("phase", "phase"),
+        Column("position", "position", "int"), Column("conditional_acceptance_rate", "AR_i"),
+        Column("ci", "95% CI", value=lambda r: _ci(r, "ci_low", "ci_high")),
+        Column("marginal_acceptance_rate", "P(>= i)"), Column("source", "source")),
+        lambda d: (d.phases or {}).get("position_rates") or []),
     Table("latency", "Latency percentiles per load point", (
         Column("label", "run"), Column("dataset_config", "config"), Column("requested_concurrency", "c", "int"),
         *_latency_columns()), lambda d: d.points),
