@@ -115,7 +115,18 @@ def _dry_run(bundle: bytes) -> int:
     for speedup in metrics["speedup"]:
         print(f"  speedup {speedup['isl']} c={speedup['concurrency']}: {speedup['speedup_measured']:.3f} "
               f"(Appendix-G estimate {speedup['speedup_estimate']:.3f})")
+    _print_losslessness(metrics.get("losslessness"))
     return 0
+
+
+def _print_losslessness(summary) -> None:
+    """The board's losslessness cell and each divergent pair (a flag the board shows, never a rejection)."""
+    from speedbench.leaderboard.lossless import lossless_cell, losslessness_warnings
+
+    if lossless_cell(summary):
+        print(f"  lossless (T=0): {lossless_cell(summary)}")
+    for warning in losslessness_warnings(summary):
+        print(f"  flag {warning['code']}: {warning['message']}")
 
 
 def submit_to_space(bundle: bytes, space: str) -> dict:

@@ -187,3 +187,18 @@ def test_malformed_token_ids_are_rejected_naming_the_field(runs, store, known_bu
 ])
 def test_lossless_cell(summary, cell):
     assert lossless_cell(summary) == cell
+
+
+def test_submit_dry_run_prints_the_flag(runs, known_builds_dir, monkeypatch, capsys):
+    from speedbench.cli import main
+
+    monkeypatch.setenv("SPEEDBENCH_KNOWN_BUILDS", str(known_builds_dir))
+    qual, tp, base = runs
+    _rewrite(tp, _with_ids(plant={("c4", 1): 12}))
+    _rewrite(base, _with_ids())
+    code = main(["submit", str(qual), str(tp), "--baseline", str(base), "--dry-run", "--drafter", "d",
+                 "--method", "eagle3", "--gpu", "H100"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "lossless (T=0): 96.6% identical (1 of 30 differ)" in out
+    assert f"flag {WARNING_CODE}:" in out and "earliest divergence at token 12" in out
