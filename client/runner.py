@@ -14,7 +14,7 @@ import json
 import platform
 import random
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,17 +23,18 @@ from speedbench.client.engines import get_adapter
 from speedbench.client.engines.base import SamplingOptions
 from speedbench.client.load import ClientSettings, PhaseSpec, record_key
 from speedbench.client.recording import RECORDS_NAME, load_existing
-from speedbench.client.workers import run_event_loop, run_phase_in_workers
+from speedbench.client.workers import done_maps, run_event_loop, run_phase_in_workers
 from speedbench.client.workload import (
     Conversation,
     dataset_fingerprint,
     dataset_manifest_hash,
     load_conversations,
+    resolve_dataset,
     tokenize_first_turns,
 )
 from speedbench.client.source_check import counter_warnings, request_stats_warnings
 from speedbench.metrics.run_results import compute_results, read_counter_points
-from speedbench.records import COUNTERS_NAME, IDS_FROM_ENGINE, MANIFEST_NAME, RESULTS_NAME, RunManifest, read_records
+from speedbench.records import COUNTERS_NAME, MANIFEST_NAME, RESULTS_NAME, RunManifest, read_records
 from speedbench.settings import MAX_ERRORS, READ_TIMEOUT_S, REQUEST_TIMEOUT_S
 
 DEFAULT_CONCURRENCY = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
@@ -73,6 +74,7 @@ class RunOptions:
     agreement_tolerance: float = 0.02
     num_resamples: int = 1000
     progress: bool = True
+    online: bool = False  # a Hub dataset id may be fetched (else only the datasets cache is read)
 
     @property
     def load_shape(self) -> str:
@@ -186,6 +188,8 @@ def execute_run(options: RunOptions, log=print) -> dict:
     adapter = adapter_class(options.url, options.sampling, options.model, options.extra_body)
     adapter.check_options()  # fails early on fields the engine would reject
     tokenizer = TargetTokenizer.from_folder(options.tokenizer)
+    # a Hub dataset id becomes a local folder first; from here on --dataset is that folder
+    options = replace(options, dataset=str(resolve_dataset(options.dataset, options.config, options.online)))
     conversations = load_conversations(options.dataset, options.config, options.limit)
     if not conversations:
         raise RunConfigError(f"{options.dataset} config {options.config}: no rows to run")
@@ -204,10 +208,7 @@ def execute_run(options: RunOptions, log=print) -> dict:
         records_path=str(records_path), request_timeout_s=options.request_timeout_s,
         read_timeout_s=options.read_timeout_s, max_errors=options.max_errors)
     existing = load_existing(records_path)
-    done = {key: (r.output_text if r.ok else None) for key, r in existing.items()}
-    # The engine's ids of answers a later turn needs: a resumed conversation splices them too.
-    done_ids = {key: r.output_token_ids for key, r in existing.items()
-                if r.ok and r.output_token_ids_source == IDS_FROM_ENGINE and r.turn_index < r.num_turns - 1}
+    done, done_ids = done_maps(existing)
     total_turns = sum(len(c.turns) for c in conversations)
     progress = None
     if options.progress:

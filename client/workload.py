@@ -5,7 +5,8 @@ The folder is a Hugging Face dataset folder (``data/<config>/*.parquet`` with th
 (``speed/<config>/test.parquet``). Rows with a turn that is the reference's placeholder sentence
 (``speedbench.schema.PLACEHOLDER_PREFIX``: data that must be fetched from its source with
 ``speedbench resolve``) are refused, all counted, with the command that resolves them: measuring
-them would measure the placeholder text.
+them would measure the placeholder text. ``--dataset`` may also be a Hub dataset id
+(``nvidia/SPEED-Bench``): :func:`resolve_dataset` turns it into such a folder (``hub_dataset``).
 First turns are tokenized here, once, with the target tokenizer; later turns depend on the
 model's own answers and are tokenized by the worker that runs the conversation.
 """
@@ -46,10 +47,24 @@ def config_files(dataset_dir: str | Path, config: str) -> list[Path]:
         raise WorkloadError(str(error)) from None
 
 
-def resolve_command(dataset_dir: str | Path, config: str, path: Path) -> str:
-    """The command that fills a layout's placeholders, and the folder to measure afterwards."""
+def resolve_dataset(dataset: str | Path, config: str, online: bool = False) -> Path:
+    """The local folder ``--dataset`` names: a folder as given, or a Hub dataset id (``ORG/NAME[@REV]``)
+    read through ``datasets`` (its cache; the Hub too when ``online``) into a folder."""
+    from speedbench.client.hub_dataset import materialize, parse_hub_id
+
+    if Path(dataset).is_dir():
+        return Path(dataset)
+    hub_id = parse_hub_id(str(dataset))
+    if hub_id is None:
+        raise WorkloadError(f"--dataset {dataset}: neither a dataset folder nor a Hub dataset id (ORG/NAME)")
+    return materialize(hub_id, config, online=online)
+
+
+def resolve_command(dataset_dir: str | Path, config: str, path: Path, out: Path | None = None) -> str:
+    """The command that fills a layout's placeholders, and the folder to measure afterwards
+    (``out``, default: beside the dataset folder)."""
     dataset_dir = Path(dataset_dir)
-    out = dataset_dir.with_name(dataset_dir.name + "-resolved")
+    out = out or dataset_dir.with_name(dataset_dir.name + "-resolved")
     if path.parent.parent.name == REFERENCE_LAYOUT_DIR:
         target = out / REFERENCE_LAYOUT_DIR / config / path.name
         return f"speedbench resolve {path} --config {config} --out {target}, then --dataset {out}"
@@ -97,17 +112,22 @@ def load_conversations(dataset_dir: str | Path, config: str, limit: int | None =
     return conversations
 
 
+def placeholder_rows(rows: list[dict]) -> list[tuple[int, int]]:
+    """(row index, first placeholder turn index) of every row with a placeholder turn."""
+    return [(i, placeholder_turns(row["turns"])[0]) for i, row in enumerate(rows)
+            if isinstance(row.get("turns"), list) and placeholder_turns(row["turns"])]
+
+
 def _refuse_placeholders(dataset_dir: str | Path, config: str, path: Path, rows: list[dict]) -> None:
     """Measuring a placeholder would measure the placeholder sentence: refuse, with the count and the fix."""
-    marked = [(i, row) for i, row in enumerate(rows)
-              if isinstance(row.get("turns"), list) and placeholder_turns(row["turns"])]
+    marked = placeholder_rows(rows)
     if not marked:
         return
-    index, row = marked[0]
+    index, turn = marked[0]
     raise WorkloadError(
         f"{path}: {len(marked)} of {len(rows)} rows are unresolved placeholders (their turns start with the "
-        f"reference's placeholder sentence; first: row {index}, question_id {row.get('question_id')!r}, turn "
-        f"{placeholder_turns(row['turns'])[0] + 1}); resolve them with: {resolve_command(dataset_dir, config, path)}")
+        f"reference's placeholder sentence; first: row {index}, question_id {rows[index].get('question_id')!r}, turn "
+        f"{turn + 1}); resolve them with: {resolve_command(dataset_dir, config, path)}")
 
 
 def encode_turn(tokenizer: TargetTokenizer, messages: list[dict[str, str]], prompt_mode: str) -> list[int]:

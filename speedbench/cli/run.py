@@ -45,7 +45,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--tokenizer", required=True, help="folder with the target model's tokenizer.json")
     parser.add_argument("--dataset", required=True,
                         help="dataset folder written by `speedbench build` (data/<config>/*.parquet) or in the "
-                             "reference framework's prepared layout (speed/<config>/test.parquet)")
+                             "reference framework's prepared layout (speed/<config>/test.parquet), or a Hub "
+                             "dataset id such as nvidia/SPEED-Bench[@REVISION] (read from the datasets cache; "
+                             "see --online)")
+    parser.add_argument("--online", action="store_true",
+                        help="let a Hub --dataset be downloaded (HF_ENDPOINT, HF_TOKEN) into the datasets cache; "
+                             "without it only the cache is read")
     parser.add_argument("--config", required=True, help="dataset config, e.g. qualitative, throughput_1k")
     parser.add_argument("--out", required=True, help="run folder (created; resumed when it exists)")
     parser.add_argument("--limit", type=int, help="first N rows only")
@@ -100,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
         prompt_mode=args.prompt_mode, model=args.model, extra_body=args.extra_body, workers=args.workers,
         warmup=args.warmup, max_errors=args.max_errors, request_timeout_s=args.request_timeout,
         read_timeout_s=args.read_timeout, draft_length=args.draft_length, agreement_tolerance=args.tolerance,
-        num_resamples=args.resamples, progress=not args.no_progress)
+        num_resamples=args.resamples, progress=not args.no_progress, online=args.online)
     try:
         # Warnings (a missing acceptance source and the server flag it needs) go to stderr.
         results = execute_run(options, log=lambda text: print(text, file=sys.stderr, flush=True))

@@ -75,12 +75,71 @@ class HubStandIn:
                 errors.append({"message": f"invalid YAML: {error}"})
         return web.json_response({"errors": errors, "warnings": []}, status=400 if errors else 200)
 
-    async def _dataset_info(self, request: web.Request) -> web.Response:
+    def _hosted_at(self, request: web.Request):
+        """(repo_id, hosted entry) of a dataset request at a known revision, else an error response."""
         repo_id = f"{request.match_info['org']}/{request.match_info['name']}"
         if repo_id not in self.hosted:
-            return web.json_response({"error": "Repository not found"}, status=404)
-        return web.json_response({"id": repo_id, "_id": "0" * 24, "sha": self.hosted[repo_id]["sha"],
-                                  "private": False, "siblings": []})
+            return repo_id, web.json_response({"error": "Repository not found"}, status=404,
+                                              headers={"X-Error-Code": "RepoNotFound"})
+        hosted = self.hosted[repo_id]
+        if request.match_info.get("revision", "main") not in (hosted["sha"], "main"):
+            return repo_id, web.json_response({"error": "Invalid rev id"}, status=404,
+                                              headers={"X-Error-Code": "RevisionNotFound"})
+        return repo_id, hosted
+
+    async def _dataset_info(self, request: web.Request) -> web.Response:
+        """``/api/datasets/{repo}`` and ``/api/datasets/{repo}/revision/{revision}``."""
+        repo_id, hosted = self._hosted_at(request)
+        if isinstance(hosted, web.Response):
+            return hosted
+        siblings = [{"rfilename": path} for path in sorted(hosted["files"])]
+        return web.json_response({"id": repo_id, "_id": "0" * 24, "sha": hosted["sha"], "private": False,
+                                  "siblings": siblings, "lastModified": "2026-01-01T00:00:00.000Z"})
+
+    @staticmethod
+    def _entries(files: dict[str, bytes], paths) -> list[dict]:
+        """Tree entries (files and the folders above them) of a hosted repo, for the given paths."""
+        import hashlib
+
+        folders = {"/".join(p.split("/")[:i]) for p in files for i in range(1, p.count("/") + 1)}
+        entries = []
+        for path in paths:
+            if path in files:
+                entries.append({"type": "file", "path": path, "size": len(files[path]),
+                                "oid": hashlib.sha1(files[path]).hexdigest()})
+            elif path in folders:
+                entries.append({"type": "directory", "path": path, "oid": "0" * 40, "size": 0})
+        return entries
+
+    async def _tree(self, request: web.Request) -> web.Response:
+        """``GET /api/datasets/{repo}/tree/{revision}[/{path}]`` (``recursive``: all below, else children)."""
+        _, hosted = self._hosted_at(request)
+        if isinstance(hosted, web.Response):
+            return hosted
+        files, base = hosted["files"], request.match_info.get("path", "").strip("/")
+        recursive = request.query.get("recursive", "false").lower() == "true"
+        folders = {"/".join(p.split("/")[:i]) for p in files for i in range(1, p.count("/") + 1)}
+        if base and base not in folders:
+            return web.json_response({"error": "not found"}, status=404, headers={"X-Error-Code": "EntryNotFound"})
+        prefix = base + "/" if base else ""
+        below = sorted(p for p in set(files) | folders if p.startswith(prefix) and p != base)
+        if not recursive:
+            below = [p for p in below if "/" not in p[len(prefix):]]
+        return web.json_response(self._entries(files, below))
+
+    async def _paths_info(self, request: web.Request) -> web.Response:
+        """``POST /api/datasets/{repo}/paths-info/{revision}``: the entries of the paths that exist."""
+        _, hosted = self._hosted_at(request)
+        if isinstance(hosted, web.Response):
+            return hosted
+        form = await request.post()
+        paths = form.getall("paths", []) if form else []
+        if not paths:
+            try:
+                paths = (await request.json()).get("paths", [])
+            except ValueError:
+                paths = []
+        return web.json_response(self._entries(hosted["files"], [p.strip("/") for p in paths]))
 
     async def _resolve(self, request: web.Request) -> web.Response:
         """``/datasets/{repo}/resolve/{revision}/{path}``: HEAD for metadata, GET for the bytes."""
@@ -139,6 +198,10 @@ class HubStandIn:
         app.router.add_post("/api/repos/create", self._create)
         app.router.add_post("/api/validate-yaml", self._validate_yaml)
         app.router.add_get("/api/datasets/{org}/{name}", self._dataset_info)
+        app.router.add_get("/api/datasets/{org}/{name}/revision/{revision}", self._dataset_info)
+        app.router.add_get("/api/datasets/{org}/{name}/tree/{revision}", self._tree)
+        app.router.add_get("/api/datasets/{org}/{name}/tree/{revision}/{path:.+}", self._tree)
+        app.router.add_post("/api/datasets/{org}/{name}/paths-info/{revision}", self._paths_info)
         app.router.add_route("*", "/{kind:datasets|spaces}/{org}/{name}/resolve/{revision}/{path:.+}", self._resolve)
         app.router.add_post("/api/{kind:datasets|spaces}/{org}/{name}/preupload/{revision}", self._preupload)
         app.router.add_post("/api/{kind:datasets|spaces}/{org}/{name}/commit/{revision}", self._commit)
