@@ -136,17 +136,18 @@ def collect(runs, dataset: Path | None, target_vocab_size: int | None) -> Output
 
 def coverage_tables(outputs: Outputs, vocab: np.ndarray, mask: np.ndarray | None = None) -> dict:
     """``{"overall", "tokens", "by_category", "by_subcategory", "by_language", "tokens_by_..."}``."""
-    from speedbench.metrics.vocab_coverage import group_coverage
+    from speedbench.metrics.vocab_coverage import group_coverage, in_vocab
 
     lengths = np.asarray(outputs.lengths, dtype=np.int64)
     flat = outputs.flat
     if mask is not None:
         flat = flat[np.repeat(mask, lengths)]
         lengths = lengths[mask]
-    overall = group_coverage(["all"] * len(lengths), lengths, flat, vocab)
+    inside = in_vocab(flat, vocab)  # once per vocabulary, shared by every grouping
+    overall = group_coverage(["all"] * len(lengths), lengths, inside)
     tables = {"overall": overall.share.get("all"), "tokens": overall.tokens.get("all", 0)}
     for key, group in GROUPS:
-        figures = group_coverage(outputs.labels(group, mask), lengths, flat, vocab)
+        figures = group_coverage(outputs.labels(group, mask), lengths, inside)
         tables[key] = figures.share
         tables[f"tokens_{key}"] = figures.tokens
     return tables

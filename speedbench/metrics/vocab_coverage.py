@@ -103,12 +103,13 @@ def token_counts(ids: np.ndarray, size: int | None = None) -> np.ndarray:
 
 
 def in_vocab(ids: np.ndarray, vocab: np.ndarray) -> np.ndarray:
-    """Bool per id: is it in the sorted id set ``vocab``."""
+    """Bool per id: is it in the id set ``vocab`` (a lookup table, not a search: O(ids + largest id))."""
     ids = np.asarray(ids, dtype=np.int64)
     if vocab.size == 0 or ids.size == 0:
         return np.zeros(ids.shape, dtype=bool)
-    pos = np.searchsorted(vocab, ids)
-    return vocab[np.minimum(pos, vocab.size - 1)] == ids
+    table = np.zeros(int(vocab.max()) + 2, dtype=bool)  # the last slot stands for every id above the vocabulary
+    table[vocab] = True
+    return table[np.minimum(ids, table.size - 1)]
 
 
 @dataclass(frozen=True)
@@ -123,18 +124,20 @@ class GroupCoverage:
         return {g: (self.inside[g] / n if n else None) for g, n in self.tokens.items()}
 
 
-def group_coverage(labels: Sequence[str], lengths: Sequence[int], flat_ids: np.ndarray,
-                   vocab: np.ndarray) -> GroupCoverage:
-    """Coverage per label of requests whose ids are concatenated in ``flat_ids`` (``lengths[i]`` each)."""
+def group_coverage(labels: Sequence[str], lengths: Sequence[int], inside: np.ndarray) -> GroupCoverage:
+    """Coverage per label of requests whose tokens are concatenated (``lengths[i]`` each); ``inside``
+    says per token whether it is in the vocabulary (:func:`in_vocab`)."""
     lengths = np.asarray(lengths, dtype=np.int64)
+    inside = np.asarray(inside, dtype=bool)
+    if int(lengths.sum()) != inside.size:
+        raise VocabInputError(f"coverage: the request lengths sum to {int(lengths.sum())} tokens, not {inside.size}")
     names, codes = np.unique(np.asarray([str(x) for x in labels], dtype=str), return_inverse=True) \
         if len(labels) else (np.zeros(0, str), np.zeros(0, np.int64))
     per_token = np.repeat(codes, lengths)
-    inside = in_vocab(flat_ids, vocab)
     totals = np.bincount(per_token, minlength=len(names))
-    hits = np.bincount(per_token, weights=inside, minlength=len(names))
+    hits = np.bincount(per_token[inside], minlength=len(names))
     return GroupCoverage(tokens={str(n): int(t) for n, t in zip(names, totals)},
-                         inside={str(n): int(round(h)) for n, h in zip(names, hits)})
+                         inside={str(n): int(h) for n, h in zip(names, hits)})
 
 
 def _ranks(values: np.ndarray) -> np.ndarray:

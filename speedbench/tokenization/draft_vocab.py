@@ -134,9 +134,11 @@ def read_draft_vocab(path: str | Path, target_vocab_size: int | None = None) -> 
     """The drafter vocabulary in ``path`` (module doc for the formats)."""
     path = Path(path)
     _exists(path, "the drafter's vocabulary: a .safetensors with d2t/t2d, or a JSON list of ids")
-    if path.suffix == ".json":
-        return _read_json_ids(path, target_vocab_size)
-    return _read_safetensors(path, target_vocab_size)
+    vocab = _read_json_ids(path, target_vocab_size) if path.suffix == ".json" else _read_safetensors(
+        path, target_vocab_size)
+    if vocab.ids.size and vocab.ids[-1] >= MAX_TOKEN_ID:
+        raise VocabInputError(f"{path}: target id {int(vocab.ids[-1])} is not a token id (above {MAX_TOKEN_ID})")
+    return vocab
 
 
 def read_token_counts(path: str | Path) -> np.ndarray:

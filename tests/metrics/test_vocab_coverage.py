@@ -40,14 +40,18 @@ def test_coverage_by_group_computed_by_hand():
     # request A (x): 2, 5 inside, 1 out -> 2/3; B (x): 7, 7 inside, 3 and 11 out -> 2/4; C (y): 9 -> 1/1
     requests = [("x", [2, 5, 1]), ("x", [7, 7, 3, 11]), ("y", [9])]
     flat = np.concatenate([np.asarray(ids) for _, ids in requests])
-    figures = group_coverage([g for g, _ in requests], [len(ids) for _, ids in requests], flat, np.array(KEPT))
+    inside = in_vocab(flat, np.array(KEPT))
+    assert inside.tolist() == [True, True, False, True, True, False, False, True]
+    figures = group_coverage([g for g, _ in requests], [len(ids) for _, ids in requests], inside)
     assert figures.tokens == {"x": 7, "y": 1}
     assert figures.inside == {"x": 4, "y": 1}
     assert figures.share == {"x": pytest.approx(4 / 7), "y": 1.0}  # token-weighted, not (2/3 + 2/4) / 2
-    overall = group_coverage(["all"] * 3, [3, 4, 1], flat, np.array(KEPT))
+    overall = group_coverage(["all"] * 3, [3, 4, 1], inside)
     assert overall.share["all"] == pytest.approx(5 / 8)
-    empty = group_coverage(["z"], [0], np.zeros(0, np.int64), np.array(KEPT))
+    empty = group_coverage(["z"], [0], np.zeros(0, bool))
     assert empty.share == {"z": None}
+    with pytest.raises(VocabInputError, match="sum to 7 tokens, not 8"):
+        group_coverage(["x", "y"], [3, 4], inside)
 
 
 def test_in_vocab_beyond_the_largest_kept_id():
@@ -170,7 +174,8 @@ def test_json_id_lists(tmp_path):
     path.write_text(json.dumps({"ids": KEPT}))
     assert read_draft_vocab(path).ids.tolist() == KEPT
     for bad, fragment in (([1, True], "item 1 is True, not an integer"), ([1, 2.0], "item 1 is 2.0"),
-                          ([1, -3], "id -3 at index 1 is negative"), ({"a": 1}, "must hold a JSON list")):
+                          ([1, -3], "id -3 at index 1 is negative"), ({"a": 1}, "must hold a JSON list"),
+                          ([1, 2**40], f"target id {2**40} is not a token id")):
         path.write_text(json.dumps(bad))
         with pytest.raises(VocabInputError, match=str(path)) as caught:
             read_draft_vocab(path)
