@@ -33,6 +33,11 @@ ACCEPTANCE = [
     Column("al_ci_high", "AL CI high", "number", default=False),
     Column("al_request_weighted", "AL (req.)", "number", width=95),
 ]
+# Per-phase AL (thinking vs answer): shown only when some entry submitted a phase boundary.
+PHASES = [
+    Column("al_thinking", "AL thinking", "number", width=110),
+    Column("al_answer", "AL answer", "number", width=100),
+]
 TRAILING = [
     Column("trust", "Trust", "str", width=120),
     Column("warnings", "Warnings", "str", width=200),
@@ -60,4 +65,4 @@ def speedup_columns(key: str) -> list[Column]:
             Column(f"{key}_at", f"at concurrency ({isl})", "number", width=140)]
 
 
-SORTABLE = {c.header: c.key for c in IDENTITY + ACCEPTANCE + TRAILING}
+SORTABLE = {c.header: c.key for c in IDENTITY + ACCEPTANCE + PHASES + TRAILING}

@@ -8,6 +8,7 @@ from speedbench.leaderboard.store import LeaderboardStore
 from sbspace.columns import (
     ACCEPTANCE,
     IDENTITY,
+    PHASES,
     TRAILING,
     Column,
     category_ci_columns,
@@ -27,6 +28,8 @@ def visible_columns(rows: list[dict], isl: str | None, show_ci: bool) -> list[Co
         columns.append(category_column(key))
         if show_ci:
             columns += category_ci_columns(key)
+    phase_keys = board.phase_columns(rows)
+    columns += [c for c in PHASES if c.key in phase_keys]
     for key in board.speedup_columns(rows, isl):
         columns += speedup_columns(key)
     columns += [c for c in TRAILING if c.default]

@@ -5,6 +5,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from speedbench.metrics.phases import PROMPT_STATES
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -30,7 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(</think>, harmony final channel); these override it.")
     phases.add_argument("--phase-boundary-ids", metavar="IDS", default=None,
                         help="token ids that end thinking: one id (151668, Qwen3's </think>) or a comma-separated sequence")
-    phases.add_argument("--phase-prompt-state", choices=("none", "open", "closed"), default=None,
+    phases.add_argument("--phase-prompt-state", choices=PROMPT_STATES, default=None,
                         help="the generation prompt leaves thinking to the model (none), opens it (open) or closes "
                              "it (closed: every output is answer)")
     phases.add_argument("--phase-tokenizer", metavar="DIR", default=None,

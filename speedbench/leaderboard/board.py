@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 from speedbench.leaderboard.lossless import lossless_cell
+from speedbench.leaderboard.phases import phase_cells
 from speedbench.leaderboard.recompute import compare_runs, finite
 from speedbench.leaderboard.store import Entry, LeaderboardStore
 from speedbench.schema import QUALITATIVE_CATEGORIES, THROUGHPUT_BUCKETS, THROUGHPUT_CATEGORIES
@@ -80,6 +81,7 @@ def entry_row(entry: Entry) -> dict:
     row["trust"] = entry.trust
     row["warnings"] = _warnings_cell(entry.warnings)
     row["lossless"] = lossless_cell(metrics.get("losslessness"))
+    row.update(phase_cells(metrics.get("phases")))  # per-phase AL, where the bundle named a boundary
     return row
 
 
@@ -109,6 +111,12 @@ def category_columns(rows: Iterable[dict]) -> list[str]:
     """``al_<category>`` keys present, qualitative categories in the published order first."""
     present = {k for row in rows for k in row}
     return [f"al_{c}" for c in CATEGORY_ORDER if f"al_{c}" in present]
+
+
+def phase_columns(rows: Iterable[dict]) -> list[str]:
+    """``al_thinking`` / ``al_answer`` when some entry has them (bundles that named a phase boundary)."""
+    present = {k for row in rows for k, v in row.items() if v is not None}
+    return [key for key in ("al_thinking", "al_answer") if key in present]
 
 
 def filter_rows(rows: list[dict], *, search: str = "", engines: Iterable[str] = (), methods: Iterable[str] = (),

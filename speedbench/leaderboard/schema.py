@@ -6,7 +6,9 @@ Schema version 1 (``BUNDLE_SCHEMA_VERSION``)::
       {"schema_version": 1,
        "metadata": {"model": ..., "drafter": ..., "sd_method": ..., "engine": ...,
                     "engine_version": ..., "gpu": ..., "draft_length": int, "temperature": float,
-                    "model_family": optional, "submitter": optional, "notes": optional},
+                    "model_family": optional, "submitter": optional, "notes": optional,
+                    "phase_boundary_ids": optional list of token ids that end thinking,
+                    "phase_prompt_state": optional "none" | "open" | "closed"},
        "runs": [{"path": "runs/<name>", "role": "sd" | "baseline"}, ...]}
     runs/<name>/records.jsonl   raw per-request records (the only numbers the board uses)
     runs/<name>/manifest.json   what produced the run (engine, dataset config and hash, options)
@@ -23,6 +25,7 @@ import re
 import unicodedata
 from dataclasses import asdict, dataclass
 
+from speedbench.metrics.phases import PROMPT_STATES
 from speedbench.records import MANIFEST_NAME, RECORDS_NAME, RESULTS_NAME
 from speedbench.settings import ENGINE_NAMES
 
@@ -38,6 +41,8 @@ MAX_TEXT_CHARS = 120
 MAX_NOTES_CHARS = 500
 MAX_DRAFT_LENGTH = 64
 MAX_RUNS_PER_BUNDLE = 16
+MAX_PHASE_BOUNDARY_IDS = 16  # harmony's final-channel marker is 3 ids; a boundary is never long
+PHASE_FIELDS = ("phase_boundary_ids", "phase_prompt_state")  # optional: per-phase AL (speedbench.leaderboard.phases)
 # Characters that could open markup; none is needed in a model name, so refusing them is
 # simpler and safer than sanitising.
 _MARKUP = re.compile(r"[<>`]|&#|&[a-zA-Z]+;|javascript:", re.IGNORECASE)
@@ -102,9 +107,17 @@ class SubmissionMetadata:
     model_family: str = ""
     submitter: str = ""
     notes: str = ""
+    phase_boundary_ids: tuple[int, ...] = ()
+    phase_prompt_state: str = ""
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        data = asdict(self)
+        for name in PHASE_FIELDS:  # absent unless given: bundles without them keep their bytes
+            if not data[name]:
+                data.pop(name)
+        if "phase_boundary_ids" in data:
+            data["phase_boundary_ids"] = list(data["phase_boundary_ids"])
+        return data
 
 
 _REQUIRED_TEXT = ("model", "drafter", "sd_method", "engine", "engine_version", "gpu")
@@ -143,7 +156,8 @@ def parse_metadata(raw) -> SubmissionMetadata:
     """Validate ``submission.json``'s ``metadata`` object."""
     if not isinstance(raw, dict):
         raise BundleRejected("submission.json: 'metadata' must be an object", rule="submission.schema")
-    unknown = sorted(set(raw) - set(_REQUIRED_TEXT) - set(_OPTIONAL_TEXT) - {"draft_length", "temperature"})
+    unknown = sorted(set(raw) - set(_REQUIRED_TEXT) - set(_OPTIONAL_TEXT) - set(PHASE_FIELDS)
+                     - {"draft_length", "temperature"})
     if unknown:
         raise BundleRejected(f"submission.json: unknown metadata field(s) {shown(unknown)}", rule="submission.schema")
     text = {f: clean_text(raw.get(f), f, required=True) for f in _REQUIRED_TEXT}
@@ -169,7 +183,23 @@ def parse_metadata(raw) -> SubmissionMetadata:
     if not optional["model_family"]:
         optional["model_family"] = model_family_of(text["model"])
     optional["model_family"] = optional["model_family"].lower()
-    return SubmissionMetadata(draft_length=draft_length, temperature=float(temperature), **text, **optional)
+    return SubmissionMetadata(draft_length=draft_length, temperature=float(temperature), **text, **optional,
+                              **_phase_fields(raw))
+
+
+def _phase_fields(raw: dict) -> dict:
+    """The optional phase boundary: 1..16 token ids, and the prompt state (only with ids)."""
+    ids, state = raw.get("phase_boundary_ids"), raw.get("phase_prompt_state")
+    if ids is not None and (not isinstance(ids, list) or not 1 <= len(ids) <= MAX_PHASE_BOUNDARY_IDS or not all(
+            isinstance(i, int) and not isinstance(i, bool) and 0 <= i < 2**31 for i in ids)):
+        raise BundleRejected(f"metadata.phase_boundary_ids must be a list of 1..{MAX_PHASE_BOUNDARY_IDS} token ids "
+                             f"(integers in 0..2^31-1), got {shown(ids)}", rule="submission.phase_boundary",
+                             where="submission.json", field="metadata.phase_boundary_ids")
+    if state is not None and (state not in PROMPT_STATES or ids is None):
+        raise BundleRejected(f"metadata.phase_prompt_state must be one of {', '.join(PROMPT_STATES)} and comes with "
+                             f"phase_boundary_ids, got {shown(state)}", rule="submission.phase_boundary",
+                             where="submission.json", field="metadata.phase_prompt_state")
+    return {"phase_boundary_ids": tuple(ids or ()), "phase_prompt_state": state or ""}
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from speedbench.leaderboard import canonical, plausibility
 from speedbench.leaderboard.archive import ArchiveLimits, check_member_name, content_hash, loads_strict, read_archive
 from speedbench.leaderboard.known_builds import KnownBuilds
 from speedbench.leaderboard.lossless import bundle_losslessness, losslessness_warnings
+from speedbench.leaderboard.phases import bundle_phases
 from speedbench.leaderboard.records_adapter import RunData
 from speedbench.leaderboard.recompute import METRICS_VERSION, recompute_metrics
 from speedbench.leaderboard.runs import DEFAULT_CAPS, ReadRun, RunCaps, read_run
@@ -140,6 +141,9 @@ def compute_entry_metrics(bundle: ValidatedBundle) -> dict:
         raise BundleRejected(f"records rejected by the metrics core: {exc}", rule="metrics.input") from None
     # flagged, never rejected (speedbench.leaderboard.lossless)
     metrics["losslessness"] = to_jsonable(bundle_losslessness(bundle.runs, bundle.metadata.temperature))
+    phases = bundle_phases(bundle.runs, bundle.metadata)  # only when submitted (speedbench.leaderboard.phases)
+    if phases is not None:
+        metrics["phases"] = phases
     limit = bundle.metadata.draft_length + 1
     for speedup in metrics.get("speedup", []):
         if (speedup.get("speedup_measured") or 0) > limit:

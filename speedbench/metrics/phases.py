@@ -68,6 +68,7 @@ from speedbench.metrics.validation import MetricInputError, as_ragged_counts
 THINKING, ANSWER = "thinking", "answer"
 PHASES = (THINKING, ANSWER)
 PROMPT_NONE, PROMPT_OPEN, PROMPT_CLOSED = "none", "open", "closed"
+PROMPT_STATES = (PROMPT_NONE, PROMPT_OPEN, PROMPT_CLOSED)
 # How a record's split was decided (RecordSplit.rule).
 RULE_BOUNDARY = "boundary"  # the boundary sequence occurs in the output
 RULE_CLOSED_IN_PROMPT = "closed_in_prompt"  # the prompt closed thinking: all answer
@@ -96,7 +97,7 @@ class PhaseMarkers:
     def __post_init__(self):
         if not self.boundary_ids or any(int(i) != i or i < 0 for i in self.boundary_ids):
             raise MetricInputError(f"boundary_ids: need one or more non-negative token ids, got {self.boundary_ids!r}")
-        if self.prompt_state not in (PROMPT_NONE, PROMPT_OPEN, PROMPT_CLOSED):
+        if self.prompt_state not in PROMPT_STATES:
             raise MetricInputError(f"prompt_state: {self.prompt_state!r} is not one of none, open, closed")
 
     def to_dict(self) -> dict[str, Any]:
@@ -363,6 +364,7 @@ def phase_results(records, markers: PhaseMarkers, draft_length: int | None = Non
         time_to_answer_s=_time_to_answer(usable, splits), phases=phases)
 
 
-__all__ = ["ANSWER", "PHASES", "PhaseFigures", "PhaseResults", "phase_results", "PROMPT_CLOSED", "PROMPT_NONE", "PROMPT_OPEN", "PhaseMarkers", "RecordSplit",
-           "THINKING", "aligned_ids", "answer_start", "engine_step_positions", "find_sequence", "per_step_accepted",
-           "split_record", "steps_in_answer"]
+__all__ = ["ANSWER", "PHASES", "PROMPT_CLOSED", "PROMPT_NONE", "PROMPT_OPEN", "PROMPT_STATES", "PhaseFigures",
+           "PhaseMarkers", "PhaseResults", "RecordSplit", "THINKING", "aligned_ids", "answer_start",
+           "engine_step_positions", "find_sequence", "per_step_accepted", "phase_results", "split_record",
+           "steps_in_answer"]

@@ -29,14 +29,13 @@ from pathlib import Path
 
 from jinja2 import TemplateError
 
-from speedbench.metrics.phases import PROMPT_CLOSED, PROMPT_NONE, PROMPT_OPEN, PhaseMarkers
+from speedbench.metrics.phases import PROMPT_CLOSED, PROMPT_NONE, PROMPT_OPEN, PROMPT_STATES, PhaseMarkers
 from speedbench.tokenization.target import TargetTokenizer, TokenizerError
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 HARMONY_CHANNEL = "<|channel|>"
 HARMONY_FINAL = "<|channel|>final<|message|>"
 HARMONY_ANALYSIS = "<|channel|>analysis<|message|>"
-PROMPT_STATES = (PROMPT_NONE, PROMPT_OPEN, PROMPT_CLOSED)
 _PROBE = "phase-boundary probe"  # the one message rendered to see the generation prompt
 
 
