@@ -86,7 +86,8 @@ def _load(hub_id: HubDatasetId, config: str, online: bool):
             f"({error}). Fetch it once with: {fetch_command(hub_id, config)} (or add --online to this "
             f"command); later runs read the cache offline") from None
     except ValueError as error:  # an unknown config or split: datasets names the ones there are
-        raise WorkloadError(f"{where}: {error}") from None
+        hint = "" if online else f" (offline, only cached configs are known; fetch it with: {fetch_command(hub_id, config)})"
+        raise WorkloadError(f"{where}: {error}{hint}") from None
 
 
 def materialize(hub_id: HubDatasetId, config: str, online: bool = False) -> Path:

@@ -66,7 +66,8 @@ def build_widget(script: str | Path, examples: dict[str, dict[str, Any]]):
         button = gr.Button("Compute", variant="primary", elem_id="compute")
         result = gr.JSON(label="result", elem_id="result")
         config.change(example_text, inputs=config, outputs=arguments)
-        button.click(lambda c, a: compute_json(script, c, a), inputs=[config, arguments], outputs=result)
+        button.click(lambda c, a: compute_json(script, c, a), inputs=[config, arguments], outputs=result,
+                     api_name="compute")  # also callable as the Space's API: /compute
         card = script.with_name("README.md")
         if card.is_file():
             gr.Markdown(metric_card(card))

@@ -136,6 +136,9 @@ def test_not_cached_names_the_fetch_command_which_fills_the_cache(tmp_path, hub,
     note = json.loads((folder / "hub_source.json").read_text())
     assert note["repo_id"] == REPO and note["config"] == "tiny" and note["num_rows"] == 3
     assert resolve_dataset(REPO, "tiny") == folder   # written once, found again
+    with pytest.raises(WorkloadError, match=r"(?s)--dataset someorg/bench --config nope: .*'nope'.*\['tiny'\]"
+                                            r".*only cached configs are known; fetch it with: HF_HUB_OFFLINE=0"):
+        resolve_dataset(REPO, "nope")
 
 
 @pytest.mark.e2e

@@ -152,7 +152,11 @@ class HubStandIn:
         else:
             hosted = self.hosted.get(repo_id)
         revision, path = request.match_info["revision"], request.match_info["path"]
-        if hosted is None or revision not in (hosted["sha"], "main") or path not in hosted["files"]:
+        if hosted is None:
+            return web.Response(status=404, headers={"X-Error-Code": "RepoNotFound"})
+        if revision not in (hosted["sha"], "main"):
+            return web.Response(status=404, headers={"X-Error-Code": "RevisionNotFound"})
+        if path not in hosted["files"]:
             return web.Response(status=404, headers={"X-Error-Code": "EntryNotFound"})
         data = hosted["files"][path]
         headers = {"X-Repo-Commit": hosted["sha"], "ETag": f'"{hashlib.sha1(data).hexdigest()}"',

@@ -187,3 +187,24 @@ def test_space_page_values_and_errors():
     assert compute_json(script, "default", "{not json")["error"].startswith("arguments: not JSON")
     assert "expected a JSON object" in compute_json(script, "default", "[1, 2]")["error"]
     assert "expected integers, got 2.5" in compute_json(script, "default", '{"step_sizes": [[1, 2.5, 1]], "draft_length": 3}')["error"]
+
+
+@pytest.mark.e2e  # the page served by Gradio on 127.0.0.1, called through gradio_client
+def test_space_page_answers_over_http():
+    import socket
+
+    from gradio_client import Client
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    demo = _app("speedbench_al").demo
+    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    try:
+        client = Client(f"http://127.0.0.1:{port}/", verbose=False)
+        arguments = json.dumps({"histograms": [[1, 1, 2]], "num_resamples": 10})
+        result = client.predict("histograms", arguments, api_name="/compute")
+        assert result["acceptance_length"] == pytest.approx(2.25)   # 4 steps, 5 accepted drafts
+        assert "error" in client.predict("default", "{oops", api_name="/compute")
+    finally:
+        demo.close()
