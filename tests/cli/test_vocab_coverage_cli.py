@@ -154,8 +154,9 @@ def test_correlation_with_al_per_category(tmp_path, sd_run, capsys):
     [row] = [r for r in doc["correlation"] if r["vocabulary"] == "draft"]
     assert row["acceptance_length"] == pytest.approx(al)
     assert row["num_categories"] == 11
-    assert row["pearson"] == pytest.approx(stats.pearsonr([coverage[c] for c in cats], [al[c] for c in cats]).statistic)
-    assert row["spearman"] == pytest.approx(stats.spearmanr([coverage[c] for c in cats], [al[c] for c in cats]).statistic)
+    x, y = [coverage[c] for c in cats], [al[c] for c in cats]
+    assert row["pearson"] == pytest.approx(stats.pearsonr(x, y).statistic)
+    assert row["spearman"] == pytest.approx(stats.spearmanr(x, y).statistic)
     assert {r["vocabulary"] for r in doc["correlation"]} == {"draft", "top_2"}
 
 
@@ -217,3 +218,27 @@ def test_the_installed_command(tmp_path, sd_run):
     assert result.returncode == 0, result.stderr
     overall = _expected(records, lambda r: "all")["all"]
     assert f"{100 * overall:6.1f}%" in result.stdout
+
+
+@pytest.mark.e2e
+def test_a_real_client_run(tmp_path, models_dir, capsys):
+    """Records written by the real `speedbench run` against the vLLM stand-in, whose id at output
+    position p is (7p + 3) % 500 + 3 = 7p + 6 (p < 71): with 40 tokens a request, a vocabulary of the
+    ids below 100 keeps positions 0..13, 14 of every 40 tokens."""
+    from speedbench.client.testing.fixtures import run_cli, story_rows, write_dataset
+    from speedbench.client.testing.standin import Simulation, StandinServer
+
+    dataset = write_dataset(tmp_path / "speed-bench", story_rows(6))
+    with StandinServer("vllm", Simulation(conditional_rates=[0.8, 0.5, 0.3], step_s=0.001)) as server:
+        assert run_cli("vllm", server.url, dataset, tmp_path / "run", models_dir, "--max-tokens", "40",
+                       "--ignore-eos", "--concurrency", "2") == 0
+    (tmp_path / "vocab.json").write_text(json.dumps(list(range(100))))
+    out = tmp_path / "out.json"
+    assert _run_cli([tmp_path / "run", "--draft-vocab", tmp_path / "vocab.json", "--json", out], capsys)[0] == 0
+    doc = json.loads(out.read_text())
+    assert doc["ids_sources"] == {"engine": 6} and doc["tokens"] == 240
+    assert doc["overall"] == pytest.approx(14 / 40)
+    assert doc["by_category"] == pytest.approx({"qa": 14 / 40, "roleplay": 14 / 40, "writing": 14 / 40})
+    assert doc["by_language"] == pytest.approx({"en": 14 / 40})  # the dataset folder named in the manifest
+    [row] = doc["correlation"]
+    assert row["num_categories"] == 3 and row["pearson"] is None  # coverage is the same in every category

@@ -202,3 +202,54 @@ def test_submit_dry_run_prints_the_flag(runs, known_builds_dir, monkeypatch, cap
     assert code == 0
     assert "lossless (T=0): 96.6% identical (1 of 30 differ)" in out
     assert f"flag {WARNING_CODE}:" in out and "earliest divergence at token 12" in out
+
+
+@pytest.mark.e2e
+def test_real_client_runs_are_compared_token_by_token(tmp_path, models_dir):
+    """Run folders from the real `speedbench run` against the vLLM stand-in (whose token ids depend only
+    on the position, with or without speculation): identical, then one id changed in the SD run."""
+    import dataclasses
+
+    from speedbench.client.testing.fixtures import read_jsonl, run_cli, story_rows, write_dataset
+    from speedbench.client.testing.standin import Simulation, StandinServer
+    from speedbench.leaderboard.known_builds import KnownBuilds, describe_dataset
+
+    rows = [dataclasses.replace(r, turns=[r.turns[0] + ". " + " ".join(["The sun was hot and bright."] * 120)])
+            for r in story_rows(6)]  # a 1k bucket's prompts are about 1,000 tokens long
+    dataset = write_dataset(tmp_path / "speed-bench", rows, config="throughput_1k")
+    runs = {}
+    for name, rates in (("tp", [0.85, 0.6, 0.35]), ("tp-ar", [0.0])):
+        with StandinServer("vllm", Simulation(conditional_rates=rates, step_s=0.001)) as server:
+            assert run_cli("vllm", server.url, dataset, tmp_path / name, models_dir, "--max-tokens", "40",
+                           "--ignore-eos", "--config", "throughput_1k", "--concurrency", "1,3") == 0
+        runs[name] = tmp_path / name
+    # a server without speculation reports no speculative-decoding metrics (as test_real_client_runs does)
+    _rewrite(runs["tp-ar"], lambda r: {**r, "engine_stats": None})
+    assert {r["output_token_ids_source"] for r in read_jsonl(runs["tp"] / "records.jsonl")} == {"engine"}
+    builds = KnownBuilds([describe_dataset(dataset, name="client test build")])
+    meta = {**META, "model": "standin/model", "engine_version": "0.0-standin", "gpu": "none"}
+
+    def submit(db: str) -> dict:
+        store = LeaderboardStore(tmp_path / db)
+        try:
+            return submit_bundle(pack_bundle([runs["tp"]], meta, [runs["tp-ar"]]), store, builds).metrics
+        finally:
+            store.close()
+
+    same = submit("same.sqlite3")["losslessness"]
+    assert (same["num_compared"], same["num_identical"]) == (12, 12)  # 6 prompts at c1 and c3
+    assert {p["ids"] for p in same["pairs"]} == {"engine"}
+
+    first = read_jsonl(runs["tp"] / "records.jsonl")
+    target = next(r for r in first if not r["warmup"] and r["run_point"] == "c3")
+
+    def plant(record):  # position 20 held (7 * 20 + 3) % 500 + 3 = 146
+        if record["record_key"] != target["record_key"]:
+            return record
+        return {**record, "output_token_ids": record["output_token_ids"][:20] + [499] + record["output_token_ids"][21:]}
+
+    _rewrite(runs["tp"], plant)
+    flagged = submit("flagged.sqlite3")["losslessness"]
+    c3 = next(p for p in flagged["pairs"] if p["point"] == "c3")
+    assert (c3["num_compared"], c3["num_identical"], c3["earliest_divergence"]) == (6, 5, 20)
+    assert c3["divergent_requests"][0]["request"] == f"{target['question_id']}/{target['turn_index']}"
