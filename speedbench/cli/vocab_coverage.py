@@ -134,6 +134,21 @@ def collect(runs, dataset: Path | None, target_vocab_size: int | None) -> Output
     return out
 
 
+def check_same_tokenizer(runs) -> None:
+    """Ids of different tokenizers cannot be counted against one vocabulary: refuse a mix."""
+    from speedbench.metrics.vocab_coverage import VocabInputError
+
+    seen: dict[str, str] = {}
+    for run in runs:
+        digest = str(run.manifest.get("tokenizer_sha256") or "")
+        if digest:
+            seen.setdefault(digest, str(run.path))
+    if len(seen) > 1:
+        (a, first), (b, second) = list(seen.items())[:2]
+        raise VocabInputError(f"{first} and {second} were measured with different target tokenizers "
+                              f"(tokenizer_sha256 {a[:12]}... and {b[:12]}...): their ids are not one vocabulary")
+
+
 def coverage_tables(outputs: Outputs, vocab: np.ndarray, mask: np.ndarray | None = None) -> dict:
     """``{"overall", "tokens", "by_category", "by_subcategory", "by_language", "tokens_by_..."}``."""
     from speedbench.metrics.vocab_coverage import group_coverage, in_vocab
@@ -153,7 +168,7 @@ def coverage_tables(outputs: Outputs, vocab: np.ndarray, mask: np.ndarray | None
     return tables
 
 
-def corpus_counts(spec: str | None, outputs: Outputs, dataset, target_vocab_size) -> tuple[np.ndarray, str]:
+def corpus_counts(spec: str | None, runs, outputs: Outputs, dataset, target_vocab_size) -> tuple[np.ndarray, str]:
     from speedbench.metrics.vocab_coverage import token_counts
     from speedbench.report.runs import load_run
     from speedbench.tokenization.draft_vocab import read_token_counts
@@ -162,7 +177,9 @@ def corpus_counts(spec: str | None, outputs: Outputs, dataset, target_vocab_size
         return token_counts(outputs.flat), "the runs themselves (in-sample: the most optimistic pruning)"
     path = Path(spec)
     if path.is_dir():
-        return token_counts(collect([load_run(path)], dataset, target_vocab_size).flat), f"run {path}"
+        corpus = load_run(path)
+        check_same_tokenizer([*runs, corpus])
+        return token_counts(collect([corpus], dataset, target_vocab_size).flat), f"run {path}"
     return read_token_counts(path), f"token counts {path}"
 
 
@@ -203,6 +220,7 @@ def build(args: argparse.Namespace) -> dict:
     from speedbench.tokenization.draft_vocab import read_draft_vocab
 
     runs = [load_run(path) for path in args.run_dirs]
+    check_same_tokenizer(runs)
     draft = read_draft_vocab(args.draft_vocab, args.target_vocab_size) if args.draft_vocab else None
     size = args.target_vocab_size or (draft.target_vocab_size if draft else None)
     outputs = collect(runs, args.dataset, size)
@@ -223,7 +241,7 @@ def build(args: argparse.Namespace) -> dict:
         doc.update(coverage_tables(outputs, draft.ids))
         vocabs["draft"] = draft.ids
     if args.top_k:
-        counts, described = corpus_counts(args.top_k_corpus, outputs, args.dataset, size)
+        counts, described = corpus_counts(args.top_k_corpus, runs, outputs, args.dataset, size)
         doc["top_k"] = {"corpus": described, "tables": {}}
         for k in args.top_k:
             vocab = top_k_vocab(counts, k)

@@ -195,6 +195,15 @@ def test_bad_inputs_fail_with_the_file_or_record_named(tmp_path, sd_run, capsys)
         _run_cli([run, "--top-k", "16000,x"], capsys)
     assert "not a comma-separated list" in capsys.readouterr().err
 
+    # runs of two target tokenizers: their ids are not one vocabulary
+    other = make_run(tmp_path / "other", Path(json.loads((run / "manifest.json").read_text())["dataset_dir"]),
+                     "qualitative", SimulatedEngine(), seed=9)
+    manifest = json.loads((other / "manifest.json").read_text())
+    (other / "manifest.json").write_text(json.dumps({**manifest, "tokenizer_sha256": "1" * 64}))
+    for args in ([run, other, "--top-k", "2"], [run, "--top-k", "2", "--top-k-corpus", other]):
+        code, _, err = _run_cli(args, capsys)
+        assert code == 1 and "different target tokenizers" in err and str(other) in err
+
     # an output id beyond the target vocabulary that t2d spans (64 ids): the tokenizer does not match
     path = run / "records.jsonl"
     lines = path.read_text().splitlines()
