@@ -108,12 +108,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from huggingface_hub.errors import HfHubHTTPError
+
     try:
         urls = publish_metrics(args.namespace, args.metrics_dir, token=args.token, private=args.private,
                                requirement=args.requirement)
     except (ValueError, RuntimeError) as error:
         print(f"speedbench publish-metrics: {error}", file=sys.stderr)
         return 2
+    except HfHubHTTPError as error:  # the Hub refused (rights, token, name): its message, no traceback
+        print(f"speedbench publish-metrics: the Hub refused: {error}", file=sys.stderr)
+        return 1
     for repo_id, url in urls.items():
         print(f"{repo_id}: {url}")
     return 0

@@ -28,6 +28,7 @@ class HubStandIn:
         self.repos: dict[str, dict[str, bytes]] = {}
         self.spaces: dict[str, dict[str, bytes]] = {}
         self.space_commits: dict[str, str] = {}  # repo_id -> last commit oid
+        self.forbidden_namespaces: set[str] = set()  # create_repo there answers 403, as for a token without rights
         self.created: list[dict] = []
         self.validated: list[dict] = []
         self.hosted: dict[str, dict] = {}       # repo_id -> {"sha": commit, "files": {path: bytes}} to serve
@@ -43,6 +44,9 @@ class HubStandIn:
         self.created.append(body)
         repo_id = f"{body['organization']}/{body['name']}" if body.get("organization") else body["name"]
         kind = "spaces" if body.get("type") == "space" else "datasets"
+        if body.get("organization") in self.forbidden_namespaces:
+            return web.json_response({"error": "You don't have the rights to create a repo under this namespace"},
+                                     status=403)
         if kind == "spaces" and not body.get("sdk"):
             return web.json_response({"error": "sdk is required for a Space"}, status=400)
         store = self._store(kind)

@@ -95,6 +95,11 @@ def test_publish_refusals(tmp_path, online_hub, capsys):
     assert main(["publish-metrics", "--namespace", "a/b", "--token", "t"]) == 2
     assert "expected a user or organisation name" in capsys.readouterr().err
     assert online_hub.created == []   # nothing is pushed when a folder is refused
+    online_hub.forbidden_namespaces.add("not-mine")
+    assert main(["publish-metrics", "--namespace", "not-mine", "--token", "t"]) == 1
+    err = capsys.readouterr().err
+    assert "the Hub refused" in err and "403" in err and "rights to create a repo" in err
+    assert online_hub.spaces == {}
 
 
 def test_publish_refuses_in_offline_mode():
