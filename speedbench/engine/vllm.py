@@ -80,9 +80,11 @@ def serve_request(config: EngineConfig, work_dir: Path) -> dict[str, Any]:
             "--seed", "0", "--enforce-eager", "--generation-config", "vllm"]
     spec = speculative_config(config, draft)
     if spec is not None:
-        # Exact per-request statistics in the final usage chunk (the client's primary source).
+        # Exact per-request statistics in the final usage chunk (the client's primary source);
+        # "detailed" adds the ordered per-step accepted counts, which split acceptance by phase
+        # (speedbench.metrics.phases).
         argv += ["--speculative-config", json.dumps(spec, sort_keys=True),
-                 "--per-request-spec-decode-metrics", "summary"]
+                 "--per-request-spec-decode-metrics", "detailed"]
     caches = work_dir / "cache"
     env = {
         "VLLM_TARGET_DEVICE": "cpu",

@@ -31,7 +31,7 @@ def test_serve_request_ngram(models_dir, tmp_path, monkeypatch):
     assert (tmp_path / "models").is_dir() and argv[0].startswith(str(tmp_path / "models"))
     spec = json.loads(argv[argv.index("--speculative-config") + 1])
     assert spec == {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "prompt_lookup_min": 1}
-    assert argv[argv.index("--per-request-spec-decode-metrics") + 1] == "summary"
+    assert argv[argv.index("--per-request-spec-decode-metrics") + 1] == "detailed"
     assert argv[argv.index("--max-num-seqs") + 1] == "2" and "--enforce-eager" in argv
     assert argv[argv.index("--served-model-name") + 1] == "stories260K"
     env = request["env"]
