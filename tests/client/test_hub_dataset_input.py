@@ -168,3 +168,29 @@ def test_run_online_then_offline_from_the_cache_and_placeholders_refused(tmp_pat
     (cached,) = list((datasets_cache / "speedbench-inputs" / "someorg--bench" / "placeholders").iterdir())
     out = Path.cwd() / "bench-resolved"
     assert f"speedbench resolve {cached} --out {out}, then --dataset {out}" in refused.stderr
+
+
+@pytest.mark.e2e
+def test_a_built_folder_pushed_to_the_hub_is_measured_from_it(tmp_path, hub, datasets_cache, monkeypatch):
+    """speedbench build --push, then --dataset ORG/NAME: the same rows and fingerprint as the folder."""
+    from huggingface_hub import constants
+
+    from speedbench.dataset_builder.publish import push_dataset
+    from speedbench.dataset_builder.registry import BuiltConfig
+    from speedbench.dataset_builder.writer import write_dataset as write_built
+
+    rows = [DatasetRow(category="qa", sub_category="s", turns=[f"question {i}?"], source="src", src_id=str(i))
+            for i in range(4)]
+    built = tmp_path / "speed-bench"
+    write_built(built, [BuiltConfig("qualitative", rows)], {"seed": 0})
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    push_dataset(built, "someone/speed-bench", token="t", endpoint=hub.url)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+
+    done = _bash(fetch_command(HubDatasetId("someone/speed-bench"), "qualitative"), _env(hub, datasets_cache))
+    assert done.returncode == 0, done.stderr[-3000:]
+    folder = resolve_dataset("someone/speed-bench", "qualitative")
+    assert [c.question_id for c in load_conversations(folder, "qualitative")] == \
+        [c.question_id for c in load_conversations(built, "qualitative")]
+    assert dataset_fingerprint(folder, "qualitative") == dataset_fingerprint(built, "qualitative")
+    assert hub.unhandled == []

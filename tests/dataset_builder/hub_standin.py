@@ -7,7 +7,8 @@ front matter), ``POST /api/{type}s/{repo}/preupload/{rev}``
 base64 content). For ``--online`` source reads it also serves ``GET /api/datasets/{repo}``
 (the current commit) and ``HEAD``/``GET /datasets/{repo}/resolve/{revision}/{path}``. Received files are decoded and kept in ``repos[repo_id]`` for the test to compare.
 
-Space repos (``create_repo(..., repo_type="space")``) go to ``spaces[repo_id]`` instead, through the
+A pushed dataset repo is then also served (``hosted``) at its new commit, so what ``push_dataset``
+uploaded can be read back with ``datasets``. Space repos (``create_repo(..., repo_type="space")``) go to ``spaces[repo_id]`` instead, through the
 same preupload/commit routes under ``/api/spaces/``; their committed files are served back at
 ``/spaces/{repo}/resolve/{revision}/{path}`` (revision ``main`` or the last commit; any other, such
 as the ``v0.4.6`` tag evaluate asks for first, is a 404 as on the Hub), which is where
@@ -189,6 +190,8 @@ class HubStandIn:
         oid = f"{len(self.requests):040x}"
         if kind == "spaces":
             self.space_commits[repo_id] = oid
+        else:  # a pushed dataset is served back at its new commit, as the Hub does
+            self.hosted[repo_id] = {"sha": oid, "files": store[repo_id]}
         return web.json_response({"commitUrl": f"{self.url}/{kind}/{repo_id}/commit/{oid}", "commitOid": oid,
                                   "success": True})
 
