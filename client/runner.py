@@ -66,6 +66,7 @@ class RunOptions:
     model: str | None = None
     extra_body: dict[str, Any] = field(default_factory=dict)
     workers: int = 1
+    ray: str | None = None  # a Ray cluster's address: the workers run there as actors (ray_workers)
     warmup: int = 0  # requests per load point run first and excluded from results
     max_errors: int = MAX_ERRORS
     request_timeout_s: float | None = REQUEST_TIMEOUT_S
@@ -90,7 +91,8 @@ class RunOptions:
             "sampling": asdict(self.sampling), "limit": self.limit, "load_shape": self.load_shape,
             "points": [p[0] for p in self.points()], "concurrency": list(self.concurrency),
             "request_rates": self.request_rates, "arrival_seed": self.arrival_seed, "warmup": self.warmup,
-            "workers": self.workers, "max_errors": self.max_errors, "request_timeout_s": self.request_timeout_s,
+            "workers": self.workers, "ray": self.ray, "max_errors": self.max_errors,
+            "request_timeout_s": self.request_timeout_s,
             "read_timeout_s": self.read_timeout_s, "extra_body": self.extra_body, "model": self.model,
             "agreement_tolerance": self.agreement_tolerance, "draft_length": self.draft_length, "num_resamples": self.num_resamples,
         }
@@ -217,6 +219,11 @@ def execute_run(options: RunOptions, log=print) -> dict:
         progress = tqdm(total=total_turns * len(options.points()), unit="req", desc="speedbench run",
                         initial=sum(1 for r in existing.values() if not r.warmup), leave=False)
     stats_checked = False
+    pool = None
+    if options.ray:  # joins the cluster, places the actors, measures their clocks: before any request
+        from speedbench.client.ray_workers import RayWorkerPool
+
+        pool = RayWorkerPool(options.ray, options.workers, options.tokenizer, options.out, log)
     try:
         for point, concurrency, rate in options.points():
             keys = [record_key(point, c.question_id, t) for c in conversations for t in range(len(c.turns))]
@@ -225,17 +232,19 @@ def execute_run(options: RunOptions, log=print) -> dict:
                 continue
             _run_warmup(options, settings, adapter, point, concurrency, rate, conversations, done)
             _measure_point(options, settings, adapter, point, concurrency, rate, conversations, done,
-                           resumed=len(missing) < len(keys), progress=progress, done_ids=done_ids)
+                           resumed=len(missing) < len(keys), progress=progress, done_ids=done_ids, pool=pool)
             if not stats_checked and not baseline:  # once, from the first phase that produced responses
                 stats_checked = True
                 for warning in request_stats_warnings(options.engine, [
                         r for r in read_records(records_path) if r.run_point == point]):
                     log(f"warning: {warning}")
-            if progress is not None and options.workers > 1:
+            if progress is not None and options.workers > 1 and pool is None:
                 progress.update(len(missing))
     finally:
         if progress is not None:
             progress.close()
+        if pool is not None:
+            pool.close()
     results = compute_results(out, options.agreement_tolerance, options.num_resamples, options.draft_length)
     (out / RESULTS_NAME).write_text(json.dumps(results, indent=2, allow_nan=False) + "\n")
     return results
@@ -253,10 +262,15 @@ def _write_manifest(options: RunOptions, out: Path, description: dict, conversat
         prompt_mode=options.prompt_mode, options=options.manifest_options(), client_version=_client_version(),
         python_version=platform.python_version(), created_unix_s=time.time())
     manifest_path = out / MANIFEST_NAME
+    old: dict = {}
     if manifest_path.exists():
         _check_resume(manifest_path, manifest)
-        manifest.created_unix_s = json.loads(manifest_path.read_text()).get("created_unix_s", manifest.created_unix_s)
-    manifest_path.write_text(json.dumps(manifest.to_dict(), indent=2) + "\n")
+        old = json.loads(manifest_path.read_text())
+        manifest.created_unix_s = old.get("created_unix_s", manifest.created_unix_s)
+    data = manifest.to_dict()
+    if "clock_offsets" in old:  # --ray workers' clocks of earlier invocations
+        data["clock_offsets"] = old["clock_offsets"]
+    manifest_path.write_text(json.dumps(data, indent=2) + "\n")
 
 
 def _run_warmup(options: RunOptions, settings: ClientSettings, adapter, point: str, concurrency, rate,
@@ -276,7 +290,8 @@ def _run_warmup(options: RunOptions, settings: ClientSettings, adapter, point: s
 
 
 def _measure_point(options: RunOptions, settings: ClientSettings, adapter, point: str, concurrency, rate,
-                   conversations, done: dict, resumed: bool, progress, done_ids: dict | None = None) -> None:
+                   conversations, done: dict, resumed: bool, progress, done_ids: dict | None = None,
+                   pool=None) -> None:
     """The point's measured phase between two counter scrapes (appended to ``counters.jsonl``)."""
     _, before = run_event_loop(_describe_and_scrape(adapter, False))
     todo = [c for c in conversations
@@ -285,13 +300,17 @@ def _measure_point(options: RunOptions, settings: ClientSettings, adapter, point
     phase = PhaseSpec(point, options.load_shape, concurrency, rate, False, 0,
                       slots=concurrency or 1, arrival_offsets_ns=offsets, done=done, done_ids=done_ids or {})
     log_start = time.time()
+    reran = 0  # conversations rerun after a Ray worker died: the counters saw their lost attempts too
     try:
-        run_phase_in_workers(settings, phase, todo, options.workers, progress)
+        if pool is not None:
+            reran = pool.run_phase(settings, phase, todo, progress)
+        else:
+            run_phase_in_workers(settings, phase, todo, options.workers, progress)
     finally:
         _, after = run_event_loop(_describe_and_scrape(adapter, False))
         attach_request_stats(adapter, Path(settings.records_path), options.draft_length)
         with open(Path(options.out) / COUNTERS_NAME, "a") as handle:
             handle.write(json.dumps({
-                "run_point": point, "complete": not resumed, "unix_s": log_start,
+                "run_point": point, "complete": not resumed and not reran, "unix_s": log_start,
                 "before": before.to_dict() if before else None,
                 "after": after.to_dict() if after else None}) + "\n")

@@ -5,7 +5,8 @@ event loop); past that its own lag shows up as fake server latency. ``--workers 
 conversations round-robin over N processes, gives each its share of the closed-loop concurrency
 (or the open-loop arrivals), its own connection pool, and a common start time on the shared
 monotonic clock. All of them append to the same ``records.jsonl`` (one ``O_APPEND`` write per
-line). The error budget is one shared counter.
+line). The error budget is one shared counter. Beyond one host, ``--ray`` runs the same split
+(``partition_phase``) as Ray actors on a cluster's nodes (``ray_workers``).
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from dataclasses import replace
 
 from speedbench.client.load import ClientSettings, ErrorBudgetExceeded, ErrorCounter, PhaseSpec, run_phase
 from speedbench.client.workload import Conversation
+from speedbench.records import IDS_FROM_ENGINE, TurnRecord
 
 START_DELAY_S = 0.05  # after every worker reported ready: time to leave the barrier
 
@@ -46,6 +48,38 @@ def split_concurrency(concurrency: int, workers: int) -> list[int]:
     """Shares that add up to ``concurrency`` (no worker gets zero slots unless concurrency < workers)."""
     base, extra = divmod(concurrency, workers)
     return [base + (1 if index < extra else 0) for index in range(workers)]
+
+
+def partition_phase(phase: PhaseSpec, conversations: list[Conversation], workers: int,
+                    concurrency: int | None = None) -> list[tuple[int, PhaseSpec, list[Conversation]]]:
+    """``(worker, its phase, its conversations)`` for each worker that gets any: conversations
+    round-robin, the closed loop's concurrency split by ``split_concurrency``, the open loop's
+    arrival offsets dealt with their conversations (every worker keeps the common start).
+    The same split serves worker processes and Ray actors, so both write the same records.
+    ``concurrency``: the slots to split when not the phase's own (a rerun of a lost worker's share)."""
+    slots = concurrency or phase.requested_concurrency or 1
+    shares = split_concurrency(slots, workers) if phase.load_shape == "closed" else None
+    # Closed loop: a worker whose share is 0 slots (concurrency < workers) gets no conversations.
+    active = [w for w in range(workers) if not shares or shares[w] > 0]
+    parts = []
+    for position, worker in enumerate(active):
+        mine = conversations[position::len(active)]
+        if not mine:
+            continue
+        offsets = phase.arrival_offsets_ns[position::len(active)] if phase.arrival_offsets_ns else None
+        parts.append((worker, replace(phase, slots=(shares[worker] if shares else 1), arrival_offsets_ns=offsets),
+                      mine))
+    return parts
+
+
+def done_maps(existing: dict[str, TurnRecord]) -> tuple[dict[str, str | None], dict[str, list[int]]]:
+    """What a phase skips, from the records already written: ``record_key -> output text`` (None:
+    failed) and the engine's ids of answers a later turn needs (a resumed conversation splices
+    them into its history exactly)."""
+    done = {key: (r.output_text if r.ok else None) for key, r in existing.items()}
+    done_ids = {key: r.output_token_ids for key, r in existing.items()
+                if r.ok and r.output_token_ids_source == IDS_FROM_ENGINE and r.turn_index < r.num_turns - 1}
+    return done, done_ids
 
 
 def _worker_main(settings: ClientSettings, phase: PhaseSpec, conversations: list[Conversation], worker: int,
@@ -83,16 +117,8 @@ def run_phase_in_workers(settings: ClientSettings, phase: PhaseSpec, conversatio
     status_queue = context.Queue()
     go = context.Event()
     start_ns = context.Value("q", 0)
-    shares = split_concurrency(phase.requested_concurrency or 1, workers) if phase.load_shape == "closed" else None
     processes = []
-    # Closed loop: a worker whose share is 0 slots (concurrency < workers) gets no conversations.
-    active = [w for w in range(workers) if not shares or shares[w] > 0]
-    for position, worker in enumerate(active):
-        mine = conversations[position::len(active)]
-        if not mine:
-            continue
-        offsets = phase.arrival_offsets_ns[position::len(active)] if phase.arrival_offsets_ns else None
-        worker_phase = replace(phase, slots=(shares[worker] if shares else 1), arrival_offsets_ns=offsets)
+    for worker, worker_phase, mine in partition_phase(phase, conversations, workers):
         process = context.Process(target=_worker_main, name=f"speedbench-worker-{worker}",
                                   args=(settings, worker_phase, mine, worker, shared_errors, status_queue, go,
                                         start_ns),

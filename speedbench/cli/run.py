@@ -70,7 +70,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--model", help="model name sent in the request (OpenAI-style engines)")
     parser.add_argument("--extra-body", type=json.loads, default={},
                         help="JSON object merged into every request body (engine-specific options)")
-    parser.add_argument("--workers", type=int, default=1, help="client processes (default 1)")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="client processes (default 1); with --ray, Ray actors of one CPU each")
+    parser.add_argument("--ray", metavar="auto|ADDRESS", default=None,
+                        help="run the --workers as Ray actors spread over a Ray cluster's nodes: auto (the cluster "
+                             "this host joined with `ray start`) or the head's HOST:PORT; needs "
+                             "pip install 'speed-bench[ray]' on every node")
     parser.add_argument("--warmup", type=int, default=0,
                         help="warmup requests per load point, run first and excluded from results (default 0)")
     parser.add_argument("--max-errors", type=int, default=MAX_ERRORS,
@@ -103,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
         sampling=SamplingOptions(max_tokens=args.max_tokens, temperature=args.temperature,
                                  ignore_eos=args.ignore_eos, seed=args.seed, top_p=args.top_p),
         prompt_mode=args.prompt_mode, model=args.model, extra_body=args.extra_body, workers=args.workers,
-        warmup=args.warmup, max_errors=args.max_errors, request_timeout_s=args.request_timeout,
+        ray=args.ray, warmup=args.warmup, max_errors=args.max_errors, request_timeout_s=args.request_timeout,
         read_timeout_s=args.read_timeout, draft_length=args.draft_length, agreement_tolerance=args.tolerance,
         num_resamples=args.resamples, progress=not args.no_progress, online=args.online)
     try:

@@ -1,0 +1,153 @@
+"""``speedbench run --ray``: the workers as Ray actors on a local two-node Ray cluster
+(``ray start`` head on 127.0.0.2, worker node on 127.0.0.3; one CPU each), against the stand-ins.
+
+Same records as the multi-process path; one actor killed mid-run loses and duplicates nothing;
+an unreachable address and a too-small cluster fail with clear messages.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from speedbench.client.testing.fixtures import read_jsonl, run_cli, story_rows, write_dataset
+from speedbench.client.testing.ray_cluster import LocalRayCluster, cluster_env, free_port
+from speedbench.client.testing.standin import Simulation, StandinServer, prompt_key
+from speedbench.client.workload import load_conversations
+
+ray = pytest.importorskip("ray")
+pytestmark = pytest.mark.e2e
+
+SAME = ("question_id", "turn_index", "num_turns", "run_point", "worker", "prompt_tokens", "prompt_sha256",
+        "output_tokens", "chunk_tokens", "output_token_ids", "output_text", "finish_reason", "error_kind")
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    saved = {name: os.environ.get(name) for name in ("RAY_AUTH_MODE", "RAY_USAGE_STATS_ENABLED")}
+    os.environ.update({name: cluster_env()[name] for name in saved})
+    local = LocalRayCluster(workers=1, cpus_per_node=1)
+    try:
+        local.start_head()
+        ray.init(address=local.address, log_to_driver=False, logging_level="WARNING")
+        local.start_workers()
+        local.wait_for_nodes(ray)
+        yield local
+    finally:
+        ray.shutdown()
+        local.stop()
+        for name, value in saved.items():
+            os.environ.pop(name, None) if value is None else os.environ.__setitem__(name, value)
+
+
+def _cli(server, dataset: Path, out: Path, models_dir: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "speedbench", "run", "--engine", "vllm", "--url", server.url, "--tokenizer",
+            str(models_dir), "--dataset", str(dataset), "--config", "tiny", "--out", str(out), "--no-progress",
+            "--resamples", "50", *extra]
+
+
+def _by_key(path: Path) -> dict[str, dict]:
+    records = read_jsonl(path)
+    keys = [r["record_key"] for r in records]
+    assert len(keys) == len(set(keys)), "a record key written twice"
+    return {r["record_key"]: r for r in records}
+
+
+def test_unreachable_cluster_fails_naming_the_address(tmp_path, models_dir):
+    dataset = write_dataset(tmp_path / "d", story_rows(2))
+    address = f"127.0.0.1:{free_port()}"  # nothing listens there
+    with StandinServer("vllm") as server:
+        done = subprocess.run(_cli(server, dataset, tmp_path / "r", models_dir, "--concurrency", "1",
+                                   "--ray", address, "--workers", "2"),
+                              capture_output=True, text=True, timeout=120, env=cluster_env())
+        assert server.received == []  # failed before any request
+    assert done.returncode == 2, done.stderr
+    assert f"Ray cluster at {address} is unreachable" in done.stderr
+    assert not (tmp_path / "r" / "records.jsonl").exists() or not (tmp_path / "r" / "records.jsonl").read_bytes()
+
+
+@pytest.mark.slow
+def test_ray_workers_write_the_records_of_the_process_workers(cluster, tmp_path, models_dir):
+    dataset = write_dataset(tmp_path / "d", story_rows(8, multiturn_every=3))
+    options = ("--concurrency", "1,4", "--max-tokens", "12", "--workers", "2")
+    with StandinServer("vllm", Simulation(conditional_rates=[0.8, 0.5])) as server:
+        assert run_cli("vllm", server.url, dataset, tmp_path / "local", models_dir, *options) == 0
+        assert run_cli("vllm", server.url, dataset, tmp_path / "ray", models_dir, *options,
+                       "--ray", cluster.address) == 0
+    local, remote = _by_key(tmp_path / "local" / "records.jsonl"), _by_key(tmp_path / "ray" / "records.jsonl")
+    assert set(remote) == set(local) and len(local) == 2 * (8 + 2 * 2)  # 2 points x (8 rows + 2 extra turns x 2)
+    for key, record in local.items():
+        assert {f: remote[key][f] for f in SAME} == {f: record[f] for f in SAME}, key
+    assert {r["worker"] for r in remote.values() if r["run_point"] == "c4"} == {0, 1}
+    manifest = json.loads((tmp_path / "ray" / "manifest.json").read_text())
+    assert manifest["options"]["ray"] == cluster.address and manifest["options"]["workers"] == 2
+    (entry,) = manifest["clock_offsets"]
+    workers = entry["workers"]
+    assert sorted(w["node_ip"] for w in workers) == ["127.0.0.2", "127.0.0.3"]  # SPREAD: one per node
+    for worker in workers:
+        # One machine, one clock: the true offset is 0, so the NTP estimate is within its own bound.
+        assert worker["same_host"] and worker["shift_ns"] == 0
+        assert abs(worker["offset_ns"]) <= worker["uncertainty_ns"] and worker["probes"] == 16
+        assert abs(worker["measured_shift_ns"]) <= worker["uncertainty_ns"]
+    # The common start: each worker's first c4 request was scheduled at the same instant.
+    firsts = {w: min(r["scheduled_ns"] for r in remote.values() if r["run_point"] == "c4" and r["worker"] == w)
+              for w in (0, 1)}
+    assert firsts[0] == firsts[1]
+    results = json.loads((tmp_path / "ray" / "results.json").read_text())
+    assert [p["num_requests"] for p in results["points"]] == [12, 12]
+
+
+def _wait_for_lines(path: Path, count: int, process: subprocess.Popen) -> None:
+    """Until ``path`` holds ``count`` complete lines (or the driver ended)."""
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and process.poll() is None:
+        if path.exists() and path.read_bytes().count(b"\n") >= count:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{path} never reached {count} lines (driver exit code {process.poll()})")
+
+
+@pytest.mark.slow
+def test_killed_actor_is_rerun_without_lost_or_duplicate_records(cluster, tmp_path, models_dir, target_tokenizer):
+    rows = story_rows(8)
+    dataset = write_dataset(tmp_path / "d", rows)
+    out = tmp_path / "r"
+    # Worker 1 runs rows 1, 3, 5, 7 one at a time; row 3 hangs until the test lifts the fault, so
+    # the actor is killed while it holds a request and has two more rows to go.
+    hang = prompt_key(target_tokenizer.encode_chat([{"role": "user", "content": rows[3].turns[0]}]))
+    simulation = Simulation(conditional_rates=[0.8, 0.5], faults={hang: "hang"})
+    with StandinServer("vllm", simulation) as server:
+        command = _cli(server, dataset, out, models_dir, "--concurrency", "2,4", "--max-tokens", "16",
+                       "--ignore-eos", "--read-timeout", "600", "--ray", cluster.address, "--workers", "2")
+        driver = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  env=cluster_env(), start_new_session=True)
+        try:
+            _wait_for_lines(out / "records.jsonl", 5, driver)  # worker 0's four rows and worker 1's row 1
+            names = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True)
+                     if a["name"].startswith("speedbench-worker-") and a["name"].endswith("-1")]
+            assert len(names) == 1, names
+            server.sim.faults.clear()
+            ray.kill(ray.get_actor(names[0], namespace="speedbench"))
+            _, stderr = driver.communicate(timeout=300)
+        finally:
+            if driver.poll() is None:
+                driver.kill()
+                driver.communicate()
+    assert driver.returncode == 0, stderr
+    assert "Ray worker 1 lost" in stderr and "rerunning the 3 conversation(s)" in stderr
+    assert "Ray worker 1 replaced" in stderr
+    records = _by_key(out / "records.jsonl")
+    ids = [c.question_id for c in load_conversations(dataset, "tiny", None)]
+    assert set(records) == {f"c{c}/{q}/0" for c in (2, 4) for q in ids}
+    assert all(r["error"] is None and r["output_tokens"] == 16 for r in records.values())
+    # Row 1 came from worker 1 before it died; its unfinished rows 3, 5, 7 were rerun on worker 0.
+    assert [records[f"c2/{q}/0"]["worker"] for q in ids] == [0, 1, 0, 0, 0, 0, 0, 0]
+    counters = [json.loads(line) for line in (out / "counters.jsonl").read_text().splitlines()]
+    assert [(c["run_point"], c["complete"]) for c in counters] == [("c2", False), ("c4", True)]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert [w["worker"] for w in manifest["clock_offsets"][0]["workers"]] == [0, 1, 1]  # 1 replaced for c4
