@@ -106,14 +106,24 @@ class PhaseMarkers:
 
 
 def find_sequence(ids, sequence) -> int | None:
-    """Index of the first occurrence of ``sequence`` in ``ids`` (None when absent)."""
-    x = np.asarray(ids, dtype=np.int64)
-    s = np.asarray(sequence, dtype=np.int64)
-    if s.size == 0 or x.size < s.size:
+    """Index of the first occurrence of ``sequence`` in ``ids`` (None when absent).
+
+    Searches with the sequence's ``index`` (C speed on lists and arrays): records arrive as lists,
+    and converting each to numpy cost more than the search itself.
+    """
+    ids = ids.tolist() if isinstance(ids, np.ndarray) else ids
+    pattern = [int(i) for i in sequence]
+    if not pattern or len(ids) < len(pattern):
         return None
-    windows = np.lib.stride_tricks.sliding_window_view(x, s.size)
-    hits = np.flatnonzero((windows == s).all(axis=1))
-    return int(hits[0]) if hits.size else None
+    start = 0
+    while True:
+        try:
+            hit = ids.index(pattern[0], start)
+        except ValueError:
+            return None
+        if list(ids[hit:hit + len(pattern)]) == pattern:
+            return hit
+        start = hit + 1
 
 
 def answer_start(output_ids, markers: PhaseMarkers) -> tuple[int, str]:
@@ -157,6 +167,7 @@ class RecordSplit:
     num_tokens: int
     rule: str
     chunk_is_answer: np.ndarray
+    chunk_tokens: np.ndarray
     spanning_chunk: int | None  # the chunk that holds both phases' tokens (assigned to thinking)
     step_is_answer: np.ndarray | None = None  # engine steps, when their detail aligns
     step_accepted: np.ndarray | None = None
@@ -172,6 +183,7 @@ def split_record(output_ids, chunk_tokens, markers: PhaseMarkers, per_step_accep
     ends = np.cumsum(sizes)
     spans = np.flatnonzero(~in_answer & (ends > start) & (sizes > 0))
     split = RecordSplit(answer_start=start, num_tokens=len(output_ids), rule=rule, chunk_is_answer=in_answer,
+                        chunk_tokens=sizes,
                         spanning_chunk=int(spans[0]) if spans.size and 0 < start < len(output_ids) else None)
     if per_step_accepted is not None:
         positions = engine_step_positions(per_step_accepted, len(output_ids))
@@ -256,8 +268,7 @@ def _labels(records) -> dict:
 
 
 def _chunk_summary(records, splits, keeps, want_answer: bool, draft_length, num_resamples: int, seed: int):
-    rows = [np.asarray(r.chunk_tokens, dtype=np.int64)[k & (s.chunk_is_answer == want_answer)]
-            for r, s, k in zip(records, splits, keeps)]
+    rows = [s.chunk_tokens[k & (s.chunk_is_answer == want_answer)] for s, k in zip(splits, keeps)]
     if not any(row.size for row in rows):
         return None
     with warnings.catch_warnings():
@@ -283,7 +294,7 @@ def _engine_summary(records, splits, want_answer: bool, draft_length, num_resamp
 
 def _phase_gaps(record, split: RecordSplit, want_answer: bool) -> tuple[np.ndarray, int]:
     """The inter-chunk gaps (s) of the phase's chunks i >= 2 and the tokens they carried."""
-    sizes = np.asarray(record.chunk_tokens, dtype=np.int64)
+    sizes = split.chunk_tokens
     carrying = sizes > 0
     times = np.asarray(record.chunk_ns, dtype=np.float64)[carrying] / 1e9
     phase = (split.chunk_is_answer == want_answer)[carrying][1:]
@@ -303,7 +314,7 @@ def _latency(records, splits, want_answer: bool) -> tuple[DistributionStats, flo
 def _time_to_answer(records, splits) -> DistributionStats:
     values = []
     for r, s in zip(records, splits):
-        first = np.flatnonzero(s.chunk_is_answer & (np.asarray(r.chunk_tokens) > 0))
+        first = np.flatnonzero(s.chunk_is_answer & (s.chunk_tokens > 0))
         if 0 < s.answer_start < s.num_tokens and first.size:
             values.append((r.chunk_ns[int(first[0])] - r.scheduled_ns) / 1e9)
     return distribution_stats(values)
@@ -313,7 +324,7 @@ def _phase(records, splits, keeps, phase: str, draft_length, num_resamples: int,
            use_engine: bool) -> PhaseFigures:
     answer = phase == ANSWER
     tokens = [(s.num_tokens - s.answer_start) if answer else s.answer_start for s in splits]
-    step_tokens = [int(np.asarray(r.chunk_tokens)[s.chunk_is_answer == answer].sum()) for r, s in zip(records, splits)]
+    step_tokens = [int(s.chunk_tokens[s.chunk_is_answer == answer].sum()) for s in splits]
     measure = draft_length is None or draft_length > 0  # K = 0: a baseline, nothing drafted to measure
     chunks = _chunk_summary(records, splits, keeps, answer, draft_length, num_resamples, seed) if measure else None
     engine = _engine_summary(records, splits, answer, draft_length, num_resamples, seed) if measure else None

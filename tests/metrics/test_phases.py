@@ -1,6 +1,8 @@
 """Thinking vs answer (speedbench.metrics.phases): hand-computed splits, acceptance and latency per phase."""
 from __future__ import annotations
 
+from array import array
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -12,6 +14,7 @@ from speedbench.metrics.phases import (
     PhaseMarkers,
     answer_start,
     engine_step_positions,
+    find_sequence,
     phase_results,
     split_record,
 )
@@ -75,6 +78,12 @@ def test_boundary_split_across_chunks_harmony_marker():
 
 def test_first_occurrence_counts():
     assert answer_start([THINK_END, 1, THINK_END, 2], THINK) == (1, "boundary")
+    # partial matches before the real one; lists, numpy arrays and array('q') (the board's compact records)
+    ids = [1, 2, 1, 2, 4, 1, 2, 3, 9]
+    for form in (ids, np.asarray(ids), array("q", ids)):
+        assert find_sequence(form, (1, 2, 3)) == 5
+        assert find_sequence(form, (2, 3, 4)) is None
+    assert find_sequence([1, 2], (1, 2, 3)) is None and find_sequence([1, 2], ()) is None
 
 
 def test_no_boundary_rules():
