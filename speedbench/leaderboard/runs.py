@@ -36,6 +36,7 @@ class RunCaps:
 DEFAULT_CAPS = RunCaps()
 _INT_FIELDS = ("scheduled_ns", "send_ns", "end_ns", "turn_index", "num_turns", "prompt_tokens", "output_tokens")
 _STR_FIELDS = ("record_key", "run_point", "question_id", "category")
+MAX_TOKEN_ID = 2**32  # exclusive: no tokenizer comes near; ids are kept as 4-byte unsigned values
 _STATS_INTS = ("verify_steps", "draft_tokens", "accepted_tokens", "draft_length", "decode_steps", "drafted_steps",
                "accepted_past_max_tokens")
 
@@ -84,10 +85,12 @@ def check_record_types(data, where: str) -> None:
 
 
 def _check_token_ids_types(data: dict, where: str) -> None:
-    """``output_token_ids``: null or a list of non-negative integers (the losslessness check reads them)."""
+    """``output_token_ids``: null or a list of token ids, integers in [0, 2^32) (the losslessness check
+    reads them; kept as 4-byte ``array('I')``)."""
     ids = data.get("output_token_ids")
-    if ids is not None and (not isinstance(ids, list) or not set(map(type, ids)) <= {int} or (ids and min(ids) < 0)):
-        _reject("must be null or a list of non-negative integers", where, "output_token_ids")
+    if ids is not None and (not isinstance(ids, list) or not set(map(type, ids)) <= {int}
+                            or (ids and (min(ids) < 0 or max(ids) >= MAX_TOKEN_ID))):
+        _reject("must be null or a list of token ids (integers from 0 to 2^32 - 1)", where, "output_token_ids")
     if data.get("output_token_ids_source") is not None and not isinstance(data["output_token_ids_source"], str):
         _reject("must be a string or null", where, "output_token_ids_source")
 
@@ -118,7 +121,7 @@ def _compact(record: TurnRecord, keep_chunks: bool) -> TurnRecord:
     record.output_text = hashlib.sha256(record.output_text.encode("utf-8")).hexdigest()[:32] if keep_chunks else ""
     # The ids are only compared token by token (losslessness), so compact like the chunks.
     if record.output_token_ids is not None:
-        record.output_token_ids = array("q", record.output_token_ids) if keep_chunks else None
+        record.output_token_ids = array("I", record.output_token_ids) if keep_chunks else None
     if record.engine_stats is not None:
         record.engine_stats.raw = {}
     return record

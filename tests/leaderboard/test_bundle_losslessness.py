@@ -169,7 +169,7 @@ def test_a_baseline_manifest_above_temperature_zero_is_not_paired(runs, store, k
 
 
 @pytest.mark.parametrize("ids, source", [("1 2 3", "engine"), ([1, -2], "engine"), ([1, 2.5], "engine"),
-                                         ([1, True], "engine"), ([1, 2], 7)])
+                                         ([1, True], "engine"), ([1, 2**32], "engine"), ([1, 2], 7)])
 def test_malformed_token_ids_are_rejected_naming_the_field(runs, store, known_builds, bundles, ids, source):
     _rewrite(runs[2], lambda r: {**r, "output_token_ids": ids, "output_token_ids_source": source})
     qual, tp, base = runs
@@ -253,3 +253,21 @@ def test_real_client_runs_are_compared_token_by_token(tmp_path, models_dir):
     c3 = next(p for p in flagged["pairs"] if p["point"] == "c3")
     assert (c3["num_compared"], c3["num_identical"], c3["earliest_divergence"]) == (6, 5, 20)
     assert c3["divergent_requests"][0]["request"] == f"{target['question_id']}/{target['turn_index']}"
+
+
+def test_a_rebuild_adds_the_check_to_an_entry_stored_without_it(runs, store, known_builds):
+    import sqlite3
+
+    from speedbench.leaderboard.validate import recompute_from_archive
+
+    _rewrite(runs[1], _with_ids(plant={("c1", 4): 9}))
+    _rewrite(runs[2], _with_ids())
+    entry = _submit(runs, store, known_builds)
+    old = {k: v for k, v in entry.metrics.items() if k != "losslessness"}  # an entry from before the check
+    with sqlite3.connect(store.path) as conn:
+        conn.execute("UPDATE submissions SET metrics_json = ? WHERE id = ?", (json.dumps(old), entry.id))
+    assert board.entry_row(store.get(entry.id))["lossless"] == ""
+    assert store.rebuild(lambda archive: recompute_from_archive(archive, known_builds)) == 1
+    rebuilt = store.get(entry.id)
+    assert rebuilt.metrics["losslessness"]["num_divergent"] == 1
+    assert board.entry_row(rebuilt)["lossless"] == "96.6% identical (1 of 30 differ)"
