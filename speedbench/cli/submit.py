@@ -6,6 +6,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from speedbench.metrics.phases import PROMPT_STATES
 from speedbench.records import MANIFEST_NAME, RECORDS_NAME
 
 API_NAME = "/submit_bundle"
@@ -42,6 +43,12 @@ def register(subparsers) -> None:
     meta.add_argument("--temperature", type=float, help="sampling temperature (default: the run's option)")
     meta.add_argument("--submitter", default="", help="who submits (optional)")
     meta.add_argument("--notes", default="", help="free text, plain (optional)")
+    meta.add_argument("--phase-boundary-ids", metavar="IDS",
+                      help="token ids that end thinking, e.g. 151668 (Qwen3's </think>) or 1,2,3 (optional): the "
+                           "board then shows AL per phase, thinking and answer")
+    meta.add_argument("--phase-prompt-state", choices=PROMPT_STATES,
+                      help="with --phase-boundary-ids: the generation prompt leaves thinking to the model (none), "
+                           "opens it (open) or closes it (closed)")
     parser.set_defaults(func=run)
 
 
@@ -68,7 +75,24 @@ def _metadata(args) -> dict:
     missing = [flag for key, flag in flags.items() if values[key] in (None, "")]
     if missing:
         raise SystemExit(f"speedbench submit: missing {', '.join(missing)} (not in {manifest_path} either)")
+    values.update(_phase_metadata(args))
     return values
+
+
+def _phase_metadata(args) -> dict:
+    """The optional phase boundary (speedbench.leaderboard.phases); absent unless given."""
+    from speedbench.tokenization.phase_boundary import PhaseBoundaryError, parse_boundary_ids
+
+    if args.phase_boundary_ids is None:
+        if args.phase_prompt_state:
+            raise SystemExit("speedbench submit: --phase-prompt-state needs --phase-boundary-ids")
+        return {}
+    try:
+        ids = list(parse_boundary_ids(args.phase_boundary_ids))
+    except PhaseBoundaryError as error:
+        raise SystemExit(f"speedbench submit: {error}") from None
+    return {"phase_boundary_ids": ids, **({"phase_prompt_state": args.phase_prompt_state}
+                                          if args.phase_prompt_state else {})}
 
 
 def _engine_draft_length(run_dir: Path) -> int | None:
@@ -116,6 +140,9 @@ def _dry_run(bundle: bytes) -> int:
         print(f"  speedup {speedup['isl']} c={speedup['concurrency']}: {speedup['speedup_measured']:.3f} "
               f"(Appendix-G estimate {speedup['speedup_estimate']:.3f})")
     _print_losslessness(metrics.get("losslessness"))
+    for name, figures in ((metrics.get("phases") or {}).get("phases") or {}).items():
+        al = figures.get("acceptance_length")
+        print(f"  phase {name:<9} {figures.get('num_tokens')} tokens, AL " + ("-" if al is None else f"{al:.3f}"))
     return 0
 
 

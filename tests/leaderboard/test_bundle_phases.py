@@ -2,8 +2,10 @@
 board splits the records itself. Bundles without the field stay valid and get no phase columns."""
 from __future__ import annotations
 
+import io
 import json
 import shutil
+import tarfile
 import sys
 from pathlib import Path
 
@@ -130,3 +132,26 @@ def test_metadata_round_trip():
     assert meta.phase_boundary_ids == (200005, 17, 200008)
     assert parse_metadata(meta.to_dict()) == meta
     assert SubmissionMetadata(**{**META}).to_dict().keys() == parse_metadata(META).to_dict().keys()
+
+
+def test_submit_flags_write_the_field(qualitative, known_builds_dir, monkeypatch, capsys, tmp_path):
+    from speedbench.cli import main
+
+    monkeypatch.setenv("SPEEDBENCH_KNOWN_BUILDS", str(known_builds_dir))
+    out = tmp_path / "bundle.tar.gz"
+    args = ["submit", str(qualitative), "--dry-run", "--out", str(out), "--drafter", "d", "--method", "eagle3",
+            "--gpu", "H100", "--phase-boundary-ids", str(THINK_END)]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    expected = hand_al(qualitative)
+    num_records = len((qualitative / "records.jsonl").read_text().splitlines())
+    assert f"phase thinking  {21 * num_records} tokens, AL {expected['thinking']:.3f}" in printed
+    assert f"AL {expected['answer']:.3f}" in printed
+    with tarfile.open(fileobj=io.BytesIO(out.read_bytes()), mode="r:gz") as tar:
+        document = json.loads(tar.extractfile("submission.json").read())
+    assert document["metadata"]["phase_boundary_ids"] == [THINK_END]
+    assert "phase_prompt_state" not in document["metadata"]
+    with pytest.raises(SystemExit, match="--phase-boundary-ids"):
+        main(args[:-1] + ["1,x"])
+    with pytest.raises(SystemExit, match="needs --phase-boundary-ids"):
+        main(args[:-2] + ["--phase-prompt-state", "open"])
