@@ -151,3 +151,38 @@ def test_killed_actor_is_rerun_without_lost_or_duplicate_records(cluster, tmp_pa
     assert [(c["run_point"], c["complete"]) for c in counters] == [("c2", False), ("c4", True)]
     manifest = json.loads((out / "manifest.json").read_text())
     assert [w["worker"] for w in manifest["clock_offsets"][0]["workers"]] == [0, 1, 1]  # 1 replaced for c4
+
+
+@pytest.mark.slow
+def test_open_loop_keeps_the_poisson_schedule_and_a_too_small_cluster_is_refused(cluster, tmp_path, models_dir,
+                                                                                capsys):
+    from speedbench.client.runner import poisson_offsets_ns
+
+    dataset = write_dataset(tmp_path / "d", story_rows(6))
+    with StandinServer("vllm") as server:
+        assert run_cli("vllm", server.url, dataset, tmp_path / "r", models_dir, "--request-rate", "50",
+                       "--arrival-seed", "3", "--max-tokens", "8", "--ray", cluster.address, "--workers", "2") == 0
+        assert run_cli("vllm", server.url, dataset, tmp_path / "big", models_dir, "--concurrency", "1",
+                       "--ray", cluster.address, "--workers", "3") == 2
+        assert len(server.received) == 6  # the refused run sent nothing
+    assert f"Ray cluster at {cluster.address} has 2 CPUs, --workers 3 needs 3" in capsys.readouterr().err
+    records = read_jsonl(tmp_path / "r" / "records.jsonl")
+    assert {r["worker"] for r in records} == {0, 1} and all(r["run_point"] == "r50" for r in records)
+    # One common start for both actors (same host: shift 0): scheduled times are exactly the offsets.
+    scheduled = sorted(r["scheduled_ns"] for r in records)
+    assert [s - scheduled[0] for s in scheduled] == sorted(poisson_offsets_ns(6, 50.0, seed=3))
+
+
+@pytest.mark.slow
+def test_error_budget_stops_the_ray_run_and_keeps_the_records(cluster, tmp_path, models_dir, target_tokenizer):
+    rows = story_rows(6)
+    failing = [prompt_key(target_tokenizer.encode_chat([{"role": "user", "content": rows[i].turns[0]}]))
+               for i in (0, 1, 2)]  # rows 0 and 2 on worker 0, row 1 on worker 1
+    dataset = write_dataset(tmp_path / "d", rows)
+    with StandinServer("vllm", Simulation(faults={key: "http_500" for key in failing})) as server:
+        assert run_cli("vllm", server.url, dataset, tmp_path / "r", models_dir, "--concurrency", "2",
+                       "--max-tokens", "8", "--max-errors", "1", "--ray", cluster.address, "--workers", "2") == 3
+        sent = len(server.received)
+    records = _by_key(tmp_path / "r" / "records.jsonl")
+    assert len(records) == sent  # every request sent has its record
+    assert sum(r["error_kind"] == "http_5xx" for r in records.values()) >= 2
