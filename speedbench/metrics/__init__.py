@@ -53,7 +53,12 @@ Modules
 ``results``     ``to_jsonable``, ``JsonDataclass``.
 ``losslessness``  ``first_divergence(sd_ids, baseline_ids)`` (None when identical),
     ``compare_outputs(sd, baseline, skipped=None)`` -> ``LosslessnessSummary`` (share identical,
-    first divergence per request, ``NONDETERMINISM_NOTE``).
+    first divergence per request, ``NONDETERMINISM_NOTE``); ``pair_records(sd, baseline)`` (the
+    requests both runs hold with identical prompt ids, and why others were skipped).
+``vocab_coverage``  drafter vocabulary pruning (Appendix J): ``vocab_from_d2t`` (d + d2t[d]),
+    ``vocab_from_t2d``, ``vocab_from_ids``, ``top_k_vocab(counts, k)`` (ties to the smaller id),
+    ``token_counts``, ``in_vocab``, ``group_coverage(labels, lengths, inside)`` -> ``GroupCoverage``
+    (token-weighted share per group), ``pearson``, ``spearman``; ``VocabInputError``.
 """
 from speedbench.metrics.acceptance import (
     AcceptanceComparison,
