@@ -163,6 +163,23 @@ def test_no_false_flags(vllm_run):
         assert kinds <= {"merged_chunks"}, point["flags"]
 
 
+def test_records_keep_the_engines_token_ids(vllm_run, target_tokenizer):
+    """vLLM streams each chunk's ``token_ids`` (return_token_ids): the records keep them as the
+    engine's, one per counted token, decoding to the text; greedy ids agree across concurrencies."""
+    _, _, _, records, _ = vllm_run
+    anchor = target_tokenizer.encode("a")  # a SentencePiece decode drops a first word's leading space
+    by_turn = defaultdict(dict)
+    for record in records:
+        ids = record["output_token_ids"]
+        assert record["output_token_ids_source"] == "engine"
+        assert len(ids) == record["output_tokens"] == sum(record["chunk_tokens"])
+        text = target_tokenizer.decode(anchor + ids)[len(target_tokenizer.decode(anchor)):]
+        assert text == record["output_text"]
+        if not record["warmup"]:
+            by_turn[(record["question_id"], record["turn_index"])][record["run_point"]] = ids
+    assert all(by_point["c1"] == by_point["c4"] for by_point in by_turn.values())
+
+
 def test_greedy_outputs_identical_across_concurrencies(vllm_run):
     _, _, _, records, _ = vllm_run
     texts = defaultdict(dict)
