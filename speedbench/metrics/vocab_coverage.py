@@ -145,7 +145,7 @@ def _ranks(values: np.ndarray) -> np.ndarray:
     order = np.argsort(values, kind="stable")
     ranks = np.empty(values.size, dtype=float)
     ranks[order] = np.arange(1, values.size + 1)
-    uniques, inverse = np.unique(values, return_inverse=True)
+    _, inverse = np.unique(values, return_inverse=True)
     sums = np.bincount(inverse, weights=ranks)
     return (sums / np.bincount(inverse))[inverse]
 
