@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -186,3 +187,33 @@ def test_error_budget_stops_the_ray_run_and_keeps_the_records(cluster, tmp_path,
     records = _by_key(tmp_path / "r" / "records.jsonl")
     assert len(records) == sent  # every request sent has its record
     assert sum(r["error_kind"] == "http_5xx" for r in records.values()) >= 2
+
+
+@pytest.mark.slow
+def test_driver_killed_then_resumed_on_ray(cluster, tmp_path, models_dir, target_tokenizer):
+    rows = story_rows(10)
+    dataset = write_dataset(tmp_path / "d", rows)
+    out = tmp_path / "r"
+    # Worker 0 runs rows 0, 2, 4, 6, 8; worker 1 rows 1 and 3, then hangs on row 5: 7 records, then the kill.
+    hang = prompt_key(target_tokenizer.encode_chat([{"role": "user", "content": rows[5].turns[0]}]))
+    options = ("--concurrency", "2", "--max-tokens", "12", "--read-timeout", "600", "--ray", cluster.address,
+               "--workers", "2")
+    with StandinServer("vllm", Simulation(faults={hang: "hang"})) as server:
+        driver = subprocess.Popen(_cli(server, dataset, out, models_dir, *options), stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, env=cluster_env(), start_new_session=True)
+        try:
+            _wait_for_lines(out / "records.jsonl", 7, driver)
+            server.sim.faults.clear()
+            os.killpg(driver.pid, signal.SIGKILL)
+            driver.communicate(timeout=60)
+        finally:
+            if driver.poll() is None:
+                driver.kill()
+                driver.communicate()
+        assert len(read_jsonl(out / "records.jsonl")) == 7
+        assert run_cli("vllm", server.url, dataset, out, models_dir, *options) == 0
+    records = _by_key(out / "records.jsonl")
+    ids = [c.question_id for c in load_conversations(dataset, "tiny", None)]
+    assert set(records) == {f"c2/{q}/0" for q in ids} and all(r["error"] is None for r in records.values())
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert len(manifest["clock_offsets"]) == 2  # one entry per invocation, the first kept on resume
