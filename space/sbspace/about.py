@@ -39,6 +39,10 @@ ABOUT = """
   kernels are not bitwise deterministic (batch shape and multi-position verification change the
   reduction order, near-ties flip), so a small share of late divergences is expected: this is a
   flag, never a rejection. Empty when the entry has no baseline, no token ids, or T > 0.
+- **AL thinking** / **AL answer**: for entries whose submission names the token ids that end the
+  reasoning trace (`phase_boundary_ids`, e.g. Qwen3's `</think>`), the AL of the steps before
+  and after that boundary, from the output token ids; the step that spans the boundary counts
+  as thinking. Shown only when some entry has them.
 - **Pareto curves** (Compare): output tokens/s (system throughput) against median user
   tokens/s (per-request speed), one point per concurrency.
 

@@ -84,8 +84,9 @@ def test_submitted_boundary_gives_per_phase_al(qualitative, store, known_builds)
 
     if str(SPACE_DIR) not in sys.path:
         sys.path.insert(0, str(SPACE_DIR))
-    from sbspace import populate
+    from sbspace import about, populate
 
+    assert "AL thinking" in about.ABOUT and "spans the boundary counts" in about.ABOUT
     frame, datatypes, _ = populate.board_frame(populate.all_rows(store))
     assert frame["AL thinking"].tolist() == [row["al_thinking"]] and frame["AL answer"].tolist() == [row["al_answer"]]
     assert datatypes[frame.columns.get_loc("AL thinking")] == "number"
