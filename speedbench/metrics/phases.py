@@ -31,8 +31,9 @@ a step starting exactly at ``e`` is answer. Token counts per phase are reported 
 (kept in ``engine_stats.raw``), one entry per *drafted* step. Step s's first token is at
 ``p_s = 1 + sum_{r<s} (1 + a_r)``, which holds only when every decode step drafted, so the detail
 is used when ``0 <= 1 + S + sum_s a_s - T <= a_S`` (the last step may accept drafts past
-``max_tokens``, counted but not emitted); otherwise (n-gram speculation: some steps carry no
-draft) the record's phases come from chunks only. Same rule: step s is thinking iff ``p_s < e``.
+``max_tokens``, counted but not emitted) and the engine's decode-step count is not larger than
+``S``; otherwise (n-gram speculation: some steps carry no draft) the record's phases come from
+chunks only. Same rule: step s is thinking iff ``p_s < e``.
 
 **Acceptance per phase.** Chunks: each record's stream is trimmed once as a whole
 (``TrimRules`` defaults: the lone prefill chunk and the cut last chunk dropped, multi-token
@@ -202,11 +203,19 @@ def aligned_ids(record) -> list[int] | None:
 
 
 def per_step_accepted(record) -> list[int] | None:
-    """vLLM's ``per_step_accepted`` (``--per-request-spec-decode-metrics detailed``), if the record has it."""
+    """vLLM's ``per_step_accepted`` (``--per-request-spec-decode-metrics detailed``), if the record has
+    it and it can cover every decode step: a record whose decode steps (``engine_stats.decode_steps``,
+    bounded below by its token-carrying chunks) outnumber the drafted steps had undrafted steps, whose
+    tokens the detail does not place, even when drafts accepted past ``max_tokens`` make the token
+    count add up."""
     stats = record.engine_stats
     raw = stats.raw if stats is not None and isinstance(stats.raw, dict) else {}
     value = raw.get("per_step_accepted")
-    return value if isinstance(value, list) and value and all(isinstance(v, int) for v in value) else None
+    if not (isinstance(value, list) and value and all(isinstance(v, int) and not isinstance(v, bool) for v in value)):
+        return None
+    if stats.decode_steps is not None and int(stats.decode_steps) > len(value):
+        return None
+    return value
 
 
 

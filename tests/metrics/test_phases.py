@@ -206,6 +206,17 @@ def test_engine_detail_per_phase():
     assert answer["chunks"]["acceptance_histogram"] == [0, 0, 0, 1]
 
 
+def test_engine_detail_not_used_when_steps_went_undrafted():
+    # n-gram: 5 decode steps, only 4 drafted (a = 2, 0, 3, 2); the undrafted step's token and 1 draft
+    # accepted past max_tokens make 1 + 4 + 7 - 11 = 1 <= a_S look aligned: the decode count says no.
+    ids = [1, 2, 3, 4, THINK_END, 6, 7, 8, 9, 10, 11]
+    stats = EngineSpecStats(source="vllm.metrics", draft_length=3, accepted_tokens=7, drafted_steps=4,
+                            decode_steps=5, raw={"per_step_accepted": [2, 0, 3, 2]})
+    out = phase_results([record(ids, [1, 3, 1, 1, 4, 1], stats=stats)], THINK, draft_length=3, num_resamples=0)
+    assert out.num_engine_detail == 0 and out.source == "chunks"
+    assert out.phases[ANSWER]["engine"] is None
+
+
 def test_records_without_aligned_ids_are_counted_and_left_out():
     good = record([1, THINK_END, 2, 3], [1, 1, 2])
     reencoded = record([1, THINK_END, 2], [1, 1, 2], key="q1", source="reencoded")
