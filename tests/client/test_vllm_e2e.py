@@ -220,3 +220,30 @@ def test_served_model_is_the_original_checkpoint(vllm_server, models_dir):
     weights = read_checkpoint(models_dir / "stories260K.bin").weights
     expected = np_llama.greedy(lambda t: np_llama.llama2c_logits(weights, 8, 4, t), prompt, 32)
     assert served == expected
+
+
+def test_thinking_vs_answer_split_from_the_engine(vllm_run):
+    """Phases (speedbench.metrics.phases) on the real records, the boundary set to the id the stories
+    repeat most at tokens 5..19. The server runs with --per-request-spec-decode-metrics detailed: with
+    draft-model speculation every decode step drafts, so vLLM's per-step accepted counts line up with
+    the ids and are the source, and the two phases' histograms add up to each record's own; with
+    n-gram speculation some steps carry no draft, so the split comes from chunks."""
+    from collections import Counter
+
+    from speedbench.metrics.phases import PHASES, PhaseMarkers, phase_results
+    from speedbench.records import TurnRecord
+
+    mode, _, _, rows, _ = vllm_run
+    records = [TurnRecord.from_dict(r) for r in rows if not r["warmup"]]
+    assert all(r.engine_stats.raw.get("per_step_accepted") for r in records)
+    boundary = Counter(i for r in records for i in r.output_token_ids[5:20]).most_common(1)[0][0]
+    result = phase_results(records, PhaseMarkers(boundary_ids=(boundary,)), K[mode], num_resamples=0).to_dict()
+    assert result["num_split"] == len(records) and result["rules"].get("boundary")
+    if mode == "draft":
+        assert result["source"] == "engine" and result["num_engine_detail"] == len(records)
+        pooled = [sum(column) for column in zip(*(r.engine_stats.acceptance_histogram for r in records))]
+        split = [sum(column) for column in zip(*(result["phases"][p]["engine"]["acceptance_histogram"]
+                                                 for p in PHASES))]
+        assert split == pooled
+    else:
+        assert result["source"] == "chunks"
