@@ -78,12 +78,13 @@ def phase_tables(runs: list[LoadedRun], *, boundary_ids: str | None = None, prom
 
 
 def phase_summary_lines(phases: dict[str, Any], labels: dict[str, str]) -> list[str]:
-    """One line per run: the per-phase AL at its first point, or why there are no phases."""
-    lines = []
+    """One line per run: the per-phase AL at its first point, or why there are no phases (runs
+    without a boundary for the same reason share one line)."""
+    lines, without = [], {}
     for run_id, detection in (phases.get("detection") or {}).items():
         rows = [r for r in phases.get("rows") or [] if r["run"] == run_id]
         if detection["markers"] is None:
-            lines.append(f"phases {labels.get(run_id, run_id)}: {detection['reason']}")
+            without.setdefault(detection["reason"], []).append(labels.get(run_id, run_id))
         elif not rows:
             lines.append(f"phases {labels.get(run_id, run_id)}: no record has engine token ids aligned with its "
                          "chunks (re-encoded or missing ids), so no split")
@@ -92,8 +93,9 @@ def phase_summary_lines(phases: dict[str, Any], labels: dict[str, str]) -> list[
             parts = [f"{r['phase']} {r['num_tokens']} tokens, AL {r['acceptance_length']:.3f}"
                      if r["acceptance_length"] is not None else f"{r['phase']} {r['num_tokens']} tokens"
                      for r in rows if r["point"] == point]
-            lines.append(f"phases {labels.get(run_id, run_id)} {point}: " + "; ".join(parts))
-    return lines
+            note = f" (note: {detection['note']})" if detection.get("note") else ""
+            lines.append(f"phases {labels.get(run_id, run_id)} {point}: " + "; ".join(parts) + note)
+    return [f"phases {', '.join(runs)}: {reason}" for reason, runs in without.items()] + lines
 
 
 __all__ = ["phase_summary_lines", "phase_tables"]

@@ -98,13 +98,15 @@ def test_per_phase_table_by_hand(phase_report):
 
 
 def test_no_phase_boundary_for_stories260k(tmp_path, models_dir):
-    run = think_run(tmp_path / "run", 99, str(models_dir))
-    files = build_report([run], tmp_path / "out", ReportOptions(num_resamples=0))
+    runs = [think_run(tmp_path / name, 99, str(models_dir)) for name in ("run", "other")]
+    files = build_report(runs, tmp_path / "out", ReportOptions(num_resamples=0))
     data = json.loads(files.json.read_text())
     assert data["phases"]["rows"] == [] and "phases" not in files.figures
     assert data["phases"]["detection"]["run"]["markers"] is None
     summary = [line for line in files.markdown.read_text().splitlines() if line.startswith("- phases")]
+    # one line for both runs: the same tokenizer, the same reason
     assert len(summary) == 1 and "no phase boundary" in summary[0]
+    assert "[run]" in summary[0] and "[other]" in summary[0]
     assert 'No data for "Thinking vs answer' in files.html.read_text()
 
 
