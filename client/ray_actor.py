@@ -165,5 +165,6 @@ class PhaseWorker:
         return {"lines": lines, "offset": offset + end, "status": status[0] if finished else "running",
                 "message": status[1] if finished else "", "errors": self._errors.local}
 
-    def __del__(self):
-        shutil.rmtree(getattr(self, "folder", ""), ignore_errors=True)
+    def cleanup(self) -> None:
+        """Remove this actor's files (the driver has every line; called before it is killed)."""
+        shutil.rmtree(self.folder, ignore_errors=True)

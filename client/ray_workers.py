@@ -160,7 +160,8 @@ class RayWorkerPool:
                         "max_uncertainty_s": MAX_CLOCK_UNCERTAINTY_S, "workers": []}
         try:
             self._place()
-            self.actors = [self._spawn(index) for index in range(workers)]
+            for index in range(workers):
+                self.actors.append(self._spawn(index))
         except BaseException:
             self.close()
             raise
@@ -257,9 +258,9 @@ class RayWorkerPool:
             raise ErrorBudgetExceeded(result.budget[0])
         if result.lost:
             reasons = "; ".join(f"worker {i}: {why}" for i, (_, _, why) in result.lost.items())
-            raise RayClusterError(f"Ray workers lost at {phase.run_point} and no worker left to rerun their requests "
-                                  f"({reasons}); finished records are in {settings.records_path}, rerun the same "
-                                  f"command to resume")
+            raise RayClusterError(f"Ray workers lost at {phase.run_point} ({reasons}) and {MAX_RERUNS} reruns did "
+                                  f"not finish their requests; finished records are in {settings.records_path}, "
+                                  f"rerun the same command to resume")
         if result.failures:
             raise RuntimeError("; ".join(result.failures))
         return reran
@@ -279,8 +280,12 @@ class RayWorkerPool:
             slots += share.slots
         todo.sort(key=lambda item: item[0])
         live = [a for a in self.actors if a.alive]
-        if not live or not todo:
+        if not todo:
             return {}
+        if not live:
+            reasons = "; ".join(why for _, _, why in lost.values())
+            raise RayClusterError(f"every Ray worker was lost at {phase.run_point} ({reasons}); "
+                                  f"finished records are in {settings.records_path}, rerun the same command to resume")
         first = todo[0][0]
         rerun = replace(phase, done=done, done_ids=done_ids,
                         arrival_offsets_ns=[o - first for o, _ in todo] if phase.arrival_offsets_ns else None)
@@ -345,7 +350,13 @@ class RayWorkerPool:
         result.lost[actor.index] = (share, mine, f"{type(error).__name__} on {actor.info['hostname']}")
 
     def close(self) -> None:
-        """Kill the actors, free the placement group, leave the cluster (if this pool joined it)."""
+        """Kill the actors (after they removed their files), free the placement group, leave the
+        cluster (if this pool joined it)."""
+        cleanups = [a.handle.cleanup.remote() for a in self.actors if a.alive]
+        try:
+            self.ray.wait(cleanups, num_returns=len(cleanups), timeout=10.0)
+        except Exception:  # a dead actor: nothing to clean
+            pass
         for actor in self.actors:
             try:
                 self.ray.kill(actor.handle)

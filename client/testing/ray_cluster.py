@@ -53,8 +53,9 @@ class LocalRayCluster:
                    f"--dashboard-agent-listen-port={free_port()}", f"--dashboard-agent-grpc-port={free_port()}",
                    f"--runtime-env-agent-port={free_port()}", f"--metrics-export-port={free_port()}"]
         log = open(self.temp / f"node-{ip}.log", "wb")
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=cluster_env(),
-                                   start_new_session=True)
+        # TMPDIR: the actors' own files (a killed actor leaves its folder) go with the cluster's.
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                   env={**cluster_env(), "TMPDIR": str(self.temp)}, start_new_session=True)
         log.close()
         self.processes.append(process)
         return process

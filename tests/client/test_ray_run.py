@@ -217,3 +217,33 @@ def test_driver_killed_then_resumed_on_ray(cluster, tmp_path, models_dir, target
     assert set(records) == {f"c2/{q}/0" for q in ids} and all(r["error"] is None for r in records.values())
     manifest = json.loads((out / "manifest.json").read_text())
     assert len(manifest["clock_offsets"]) == 2  # one entry per invocation, the first kept on resume
+
+
+@pytest.mark.slow
+def test_the_only_actor_killed_fails_clearly_and_the_run_resumes(cluster, tmp_path, models_dir, target_tokenizer):
+    rows = story_rows(4)
+    dataset = write_dataset(tmp_path / "d", rows)
+    out = tmp_path / "r"
+    hang = prompt_key(target_tokenizer.encode_chat([{"role": "user", "content": rows[2].turns[0]}]))
+    options = ("--concurrency", "1", "--max-tokens", "12", "--read-timeout", "600", "--ray", cluster.address,
+               "--workers", "1")
+    with StandinServer("vllm", Simulation(faults={hang: "hang"})) as server:
+        driver = subprocess.Popen(_cli(server, dataset, out, models_dir, *options), stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, env=cluster_env(), start_new_session=True)
+        try:
+            _wait_for_lines(out / "records.jsonl", 2, driver)  # rows 0 and 1; row 2 hangs
+            (name,) = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True)
+                       if a["name"].startswith("speedbench-worker-")]
+            server.sim.faults.clear()
+            ray.kill(ray.get_actor(name, namespace="speedbench"))
+            _, stderr = driver.communicate(timeout=300)
+        finally:
+            if driver.poll() is None:
+                driver.kill()
+                driver.communicate()
+        assert driver.returncode == 2, stderr
+        assert "every Ray worker was lost at c1" in stderr and "rerun the same command to resume" in stderr
+        assert len(read_jsonl(out / "records.jsonl")) == 2  # what was received is kept
+        assert run_cli("vllm", server.url, dataset, out, models_dir, *options) == 0
+    records = _by_key(out / "records.jsonl")
+    assert len(records) == 4 and all(r["error"] is None for r in records.values())
