@@ -107,3 +107,19 @@ def test_partition_deals_conversations_shares_and_offsets():
     open_phase = PhaseSpec("r2", "open", None, 2.0, False, 0, arrival_offsets_ns=[0, 10, 20, 30, 40])
     dealt = partition_phase(open_phase, conversations, 2)
     assert [p.arrival_offsets_ns for _, p, _ in dealt] == [[0, 20, 40], [10, 30]]
+
+
+def test_ray_is_optional_and_its_absence_is_a_clear_error(monkeypatch):
+    import subprocess
+    import sys
+
+    # Nothing but --ray imports ray: the client, its Ray modules and the CLI import without it.
+    code = ("import sys; sys.modules['ray'] = None; import speedbench.cli.run, speedbench.client.runner, "
+            "speedbench.client.ray_workers, speedbench.client.ray_actor; print('ok')")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+    from speedbench.client.ray_workers import RayClusterError, connect
+
+    monkeypatch.setitem(sys.modules, "ray", None)
+    with pytest.raises(RayClusterError, match=r"--ray needs Ray: pip install 'speed-bench\[ray\]'"):
+        connect("auto")

@@ -247,3 +247,27 @@ def test_the_only_actor_killed_fails_clearly_and_the_run_resumes(cluster, tmp_pa
         assert run_cli("vllm", server.url, dataset, out, models_dir, *options) == 0
     records = _by_key(out / "records.jsonl")
     assert len(records) == 4 and all(r["error"] is None for r in records.values())
+
+
+@pytest.mark.slow
+def test_a_worker_clock_beyond_the_bound_fails_before_any_request(cluster, tmp_path, models_dir, monkeypatch,
+                                                                 capsys):
+    from dataclasses import replace
+
+    import speedbench.client.ray_workers as ray_workers
+
+    measured = ray_workers.estimate_clock
+
+    def skewed(probes, same_host=False):  # as if the worker's host clock ran 250 ms ahead
+        estimate = measured(probes, same_host)
+        return replace(estimate, offset_ns=estimate.offset_ns + 250_000_000)
+
+    monkeypatch.setattr(ray_workers, "estimate_clock", skewed)
+    dataset = write_dataset(tmp_path / "d", story_rows(2))
+    with StandinServer("vllm") as server:
+        assert run_cli("vllm", server.url, dataset, tmp_path / "r", models_dir, "--concurrency", "1",
+                       "--ray", cluster.address, "--workers", "2") == 2
+        assert server.received == []
+    error = capsys.readouterr().err
+    assert "Ray worker 0 on " in error and "wall clock +250." in error and "beyond the bound of 100 ms" in error
+    assert "NTP" in error
