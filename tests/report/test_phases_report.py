@@ -11,19 +11,20 @@ from tokenizers.models import WordLevel
 from tokenizers.pre_tokenizers import Whitespace
 
 from speedbench.cli import main
-from speedbench.records import RunManifest, TurnRecord
+from speedbench.records import EngineSpecStats, RunManifest, TurnRecord
 from speedbench.report import ReportOptions, build_report
 
 MS = 1_000_000
 
 
-def think_run(path: Path, close_id: int, tokenizer_path: str) -> Path:
+def think_run(path: Path, close_id: int, tokenizer_path: str, engine_detail: bool = False) -> Path:
     """Four requests, K = 3: chunks 1 | 3 | 3 | 2 | 2 | 1 every 10 ms, </think> at index 5 (e = 6).
 
     Offsets 0, 1, 4, 7, 9, 11: the chunk at offset 4 (tokens 4..6) spans the boundary and is
     thinking. Trimmed as a whole stream (lone prefill and last chunk out): thinking steps 3, 3
     (AL 3.0), answer steps 2, 2 (AL 2.0). Latency: thinking gaps 10 + 10 ms for 6 tokens
     (300 tokens/s), answer gaps 10 + 10 + 10 ms for 2 + 2 + 1 tokens (166.67 tokens/s).
+    ``engine_detail``: vLLM-style per-step accepted counts 2, 2, 1, 1, 0 (the same steps).
     """
     path.mkdir(parents=True)
     manifest = RunManifest(
@@ -46,7 +47,10 @@ def think_run(path: Path, close_id: int, tokenizer_path: str) -> Path:
                 turn_index=0, num_turns=1, warmup=False, worker=0, prompt_tokens=7, prompt_sha256="0" * 64,
                 scheduled_ns=start, send_ns=start, end_ns=times[-1], started_unix_s=1.8e9, chunk_ns=times,
                 chunk_tokens=[1, 3, 3, 2, 2, 1], chunks_are_steps=True, output_tokens=12, finish_reason="stop",
-                output_token_ids=ids, output_token_ids_source="engine")
+                output_token_ids=ids, output_token_ids_source="engine",
+                engine_stats=EngineSpecStats(source="vllm.metrics", draft_length=3, accepted_tokens=6,
+                                             drafted_steps=5, draft_tokens=15, acceptance_histogram=[1, 2, 2, 0],
+                                             raw={"per_step_accepted": [2, 2, 1, 1, 0]}) if engine_detail else None)
             handle.write(json.dumps(record.to_dict()) + "\n")
     return path
 
@@ -125,3 +129,15 @@ def test_cli_boundary_override(tmp_path, models_dir, capsys):
     assert {r["phase"]: r["num_tokens"] for r in rows} == {"thinking": 0, "answer": 48}
     assert main(["report", str(run), "--out", str(tmp_path / "o3"), "--phase-boundary-ids", "x"]) == 1
     assert "--phase-boundary-ids" in capsys.readouterr().err
+
+
+def test_engine_detail_is_the_source_when_every_record_has_it(tmp_path, models_dir):
+    # steps at token positions 1, 4, 7, 9, 11; e = 6: thinking a = 2, 2 (AL 3.0), answer a = 1, 1, 0
+    # (AL 1 + 2/3: the engine counts the cut last step, which the chunk figures drop)
+    run = think_run(tmp_path / "run", 99, str(models_dir), engine_detail=True)
+    files = build_report([run], tmp_path / "out", ReportOptions(num_resamples=0, phase_boundary_ids="99"))
+    rows = {r["phase"]: r for r in json.loads(files.json.read_text())["phases"]["rows"]}
+    assert rows["thinking"]["source"] == rows["answer"]["source"] == "engine"
+    assert rows["thinking"]["acceptance_length"] == pytest.approx(3.0)
+    assert rows["answer"]["acceptance_length"] == pytest.approx(1 + 2 / 3)
+    assert "| answer | 4 | 24 | 50.0% | 12 | 1.667 |" in files.markdown.read_text()
