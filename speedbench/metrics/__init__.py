@@ -59,6 +59,10 @@ Modules
     ``vocab_from_t2d``, ``vocab_from_ids``, ``top_k_vocab(counts, k)`` (ties to the smaller id),
     ``token_counts``, ``in_vocab``, ``group_coverage(labels, lengths, inside)`` -> ``GroupCoverage``
     (token-weighted share per group), ``pearson``, ``spearman``; ``VocabInputError``.
+``phases``      thinking vs answer: ``PhaseMarkers(boundary_ids, open_ids, prompt_state)``,
+    ``answer_start(ids, markers)`` (first answer token, rule), ``split_record`` (a step belongs to the
+    phase of its first token), ``phase_results(records, markers, draft_length)`` -> ``PhaseResults``
+    (AL, per-position rates from chunks or vLLM's per-step detail, latency per phase).
 """
 from speedbench.metrics.acceptance import (
     AcceptanceComparison,
