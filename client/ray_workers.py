@@ -46,7 +46,6 @@ from speedbench.client.ray_clock import (
     estimate_clock,
 )
 from speedbench.client.recording import load_existing
-from speedbench.client.runner import RunConfigError
 from speedbench.client.workers import done_maps, partition_phase
 from speedbench.client.workload import Conversation
 from speedbench.records import MANIFEST_NAME
@@ -61,8 +60,8 @@ NAMESPACE = "speedbench"
 ACTOR_PREFIX = "speedbench-worker-"
 
 
-class RayClusterError(RunConfigError):
-    pass
+class RayClusterError(RuntimeError):
+    """The cluster cannot run this run's workers (``speedbench run`` exits with 2, records kept)."""
 
 
 def _probe_address(address: str) -> None:

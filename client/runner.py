@@ -211,19 +211,9 @@ def execute_run(options: RunOptions, log=print) -> dict:
         read_timeout_s=options.read_timeout_s, max_errors=options.max_errors)
     existing = load_existing(records_path)
     done, done_ids = done_maps(existing)
-    total_turns = sum(len(c.turns) for c in conversations)
-    progress = None
-    if options.progress:
-        from tqdm import tqdm
-
-        progress = tqdm(total=total_turns * len(options.points()), unit="req", desc="speedbench run",
-                        initial=sum(1 for r in existing.values() if not r.warmup), leave=False)
+    progress = _progress_bar(options, conversations, existing)
     stats_checked = False
-    pool = None
-    if options.ray:  # joins the cluster, places the actors, measures their clocks: before any request
-        from speedbench.client.ray_workers import RayWorkerPool
-
-        pool = RayWorkerPool(options.ray, options.workers, options.tokenizer, options.out, log)
+    pool = _ray_pool(options, log)
     try:
         for point, concurrency, rate in options.points():
             keys = [record_key(point, c.question_id, t) for c in conversations for t in range(len(c.turns))]
@@ -248,6 +238,25 @@ def execute_run(options: RunOptions, log=print) -> dict:
     results = compute_results(out, options.agreement_tolerance, options.num_resamples, options.draft_length)
     (out / RESULTS_NAME).write_text(json.dumps(results, indent=2, allow_nan=False) + "\n")
     return results
+
+
+def _progress_bar(options: RunOptions, conversations, existing: dict):
+    if not options.progress:
+        return None
+    from tqdm import tqdm
+
+    total_turns = sum(len(c.turns) for c in conversations)
+    return tqdm(total=total_turns * len(options.points()), unit="req", desc="speedbench run",
+                initial=sum(1 for r in existing.values() if not r.warmup), leave=False)
+
+
+def _ray_pool(options: RunOptions, log):
+    """``--ray``: the actors, joined, placed and their clocks probed before any request; else None."""
+    if not options.ray:
+        return None
+    from speedbench.client.ray_workers import RayWorkerPool
+
+    return RayWorkerPool(options.ray, options.workers, options.tokenizer, options.out, log)
 
 
 def _write_manifest(options: RunOptions, out: Path, description: dict, conversations, tokenizer) -> None:

@@ -96,6 +96,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from speedbench.client.engines.base import SamplingOptions
     from speedbench.client.load import ErrorBudgetExceeded
+    from speedbench.client.ray_workers import RayClusterError
     from speedbench.client.reporting import format_summary
     from speedbench.client.runner import DEFAULT_CONCURRENCY, RunConfigError, RunOptions, execute_run
     from speedbench.client.workload import WorkloadError
@@ -122,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"\nspeedbench run interrupted; complete records are in {args.out}/records.jsonl; "
               f"rerun the same command to resume.", file=sys.stderr)
         return 130
-    except (RunConfigError, WorkloadError, TokenizerError, ValueError) as error:
+    except (RunConfigError, RayClusterError, WorkloadError, TokenizerError, ValueError) as error:
         print(f"speedbench run: {error}", file=sys.stderr)
         return 2
     print(format_summary(results))
