@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from speedbench.records import RECORDS_NAME
+
 GROUPS = (("by_category", "category"), ("by_subcategory", "subcategory"), ("by_language", "language"))
 UNKNOWN_LANGUAGE = "unknown"
 
@@ -85,50 +87,80 @@ class Outputs:
         return values if mask is None else [v for v, keep in zip(values, mask) if keep]
 
 
-def _languages(run, dataset: Path | None) -> dict[str, str] | None:
-    """question_id -> language from the run's dataset config, None when the dataset is not at hand."""
+def _languages(run, dataset: Path | None, notes: list[str]) -> dict[str, str]:
+    """question_id -> language from the run's dataset config; empty, with a note, when the dataset is
+    not at hand or has no ``language`` column (the published dataset and the reference's prepared
+    layout have none: only folders ``speedbench build`` writes do)."""
     import pyarrow.parquet as pq
 
     from speedbench.fingerprint import config_parquet_files
+    from speedbench.metrics.vocab_coverage import VocabInputError
 
     folder = dataset or Path(str(run.manifest.get("dataset_dir") or ""))
     try:
         files = config_parquet_files(folder, run.dataset_config)
     except FileNotFoundError:
-        return None
+        notes.append(f"{run.path}: dataset {str(folder)!r} ({run.dataset_config}) not found: languages shown "
+                     f"as {UNKNOWN_LANGUAGE!r} (pass --dataset)")
+        return {}
     out: dict[str, str] = {}
     for path in files:
-        table = pq.read_table(path, columns=["question_id", "language"])
+        try:
+            handle = pq.ParquetFile(path)
+            names = handle.schema_arrow.names
+            if "language" not in names or "question_id" not in names:
+                notes.append(f"{path}: no 'language' (or 'question_id') column: languages shown as "
+                             f"{UNKNOWN_LANGUAGE!r}")
+                continue
+            table = handle.read(columns=["question_id", "language"])
+        except (OSError, ValueError) as error:  # pyarrow's ArrowInvalid is a ValueError
+            raise VocabInputError(f"{path}: not a readable parquet file ({error})") from None
         out.update(zip(table.column("question_id").to_pylist(), table.column("language").to_pylist()))
     return out
 
 
-def collect(runs, dataset: Path | None, target_vocab_size: int | None) -> Outputs:
+def _record_ids(record, where: str, target_vocab_size: int | None) -> np.ndarray:
+    """The record's output ids as int64; anything but a flat list of token ids is refused, naming the record."""
     from speedbench.metrics.vocab_coverage import VocabInputError
+    from speedbench.tokenization.draft_vocab import MAX_TOKEN_ID
 
+    values = record.output_token_ids
+    prefix = f"{where}: record {record.record_key!r}: output_token_ids"
+    if not isinstance(values, list):
+        raise VocabInputError(f"{prefix} is {type(values).__name__}, not a list of token ids")
+    try:  # one numpy conversion; the per-item scan below runs only to name a bad item
+        ids = np.asarray(values) if values else np.zeros(0, np.int64)
+    except (ValueError, OverflowError):
+        ids = None
+    if ids is None or ids.ndim != 1 or ids.dtype.kind not in "iu":
+        bad = next((i for i, v in enumerate(values) if type(v) is not int or not -2**63 <= v < 2**63), 0)
+        raise VocabInputError(f"{prefix}: item {bad} is {values[bad]!r:.40}, not an integer token id")
+    ids = ids.astype(np.int64, copy=False)
+    limit = target_vocab_size or MAX_TOKEN_ID  # bounds the count vector of an in-sample --top-k
+    outside = np.flatnonzero((ids < 0) | (ids >= limit))
+    if outside.size:
+        bad = int(outside[0])
+        raise VocabInputError(f"{prefix} holds id {int(ids[bad])} (item {bad}), outside the target vocabulary"
+                              + (f" of {target_vocab_size} ids" if target_vocab_size else f" (not below {limit})"))
+    return ids
+
+
+def collect(runs, dataset: Path | None, target_vocab_size: int | None) -> Outputs:
     out = Outputs()
     for run in runs:
-        languages = _languages(run, dataset)
-        if languages is None:
-            out.notes.append(f"{run.path}: dataset {run.manifest.get('dataset_dir')!r} ({run.dataset_config}) not "
-                             f"found: languages shown as {UNKNOWN_LANGUAGE!r} (pass --dataset)")
+        languages = _languages(run, dataset, out.notes)
         for record in run.measured_records():
             if not record.ok or record.output_token_ids is None:
                 reason = "failed" if not record.ok else "no_token_ids"
                 out.skipped[reason] = out.skipped.get(reason, 0) + 1
                 continue
-            ids = np.asarray(record.output_token_ids, dtype=np.int64)
-            bad = ids[(ids < 0) | (ids >= (target_vocab_size or np.iinfo(np.int64).max))]
-            if bad.size:
-                raise VocabInputError(f"{run.path}/records.jsonl: record {record.record_key!r}: output_token_ids "
-                                      f"holds id {int(bad[0])}, outside the target vocabulary"
-                                      + (f" of {target_vocab_size} ids" if target_vocab_size else ""))
+            ids = _record_ids(record, str(Path(run.path) / RECORDS_NAME), target_vocab_size)
             source = record.output_token_ids_source or "unknown"
             out.sources[source] = out.sources.get(source, 0) + 1
             out.runs.append(str(run.path))
             out.categories.append(record.category)
             out.subcategories.append(f"{record.category}/{record.sub_category}")
-            out.languages.append(str((languages or {}).get(record.question_id) or UNKNOWN_LANGUAGE))
+            out.languages.append(str(languages.get(record.question_id) or UNKNOWN_LANGUAGE))
             out.lengths.append(int(ids.size))
             out.chunks.append(ids)
     return out
@@ -286,6 +318,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.draft_vocab is None and not args.top_k:
         print("speedbench vocab-coverage: give --draft-vocab FILE, --top-k K[,K...], or both", file=sys.stderr)
+        return 2
+    if args.top_k_corpus is not None and not args.top_k:
+        print("speedbench vocab-coverage: --top-k-corpus ranks the tokens for --top-k: give --top-k K[,K...] too",
+              file=sys.stderr)
         return 2
     try:
         doc = build(args)

@@ -183,12 +183,53 @@ def test_languages_unknown_without_the_dataset(tmp_path, sd_run, capsys):
     assert any("not found" in n and "--dataset" in n for n in doc["notes"])
 
 
+def test_a_dataset_without_a_language_column(tmp_path, dataset, sd_run, capsys):
+    """The published dataset and the reference's prepared layout (speed/<config>/test.parquet) carry no
+    language column: every request is 'unknown', the other tables are unchanged; a broken parquet is named."""
+    run, records = sd_run
+    table = pq.read_table(dataset / "data" / "qualitative" / "test.parquet")
+    prepared = tmp_path / "prepared"
+    (prepared / "speed" / "qualitative").mkdir(parents=True)
+    parquet = prepared / "speed" / "qualitative" / "test.parquet"
+    pq.write_table(table.drop_columns(["language"]), parquet)
+    out = tmp_path / "nolang.json"
+    assert _run_cli([run, "--draft-vocab", _vocab_file(tmp_path), "--dataset", prepared, "--json", out], capsys)[0] == 0
+    doc = json.loads(out.read_text())
+    assert doc["by_language"] == pytest.approx({"unknown": _expected(records, lambda r: "all")["all"]})
+    assert doc["by_category"] == pytest.approx(_expected(records, lambda r: r["category"]))
+    assert any(f"{parquet}: no 'language'" in n for n in doc["notes"])
+    parquet.write_bytes(b"PAR1 not really")
+    code, _, err = _run_cli([run, "--top-k", "2", "--dataset", prepared], capsys)
+    assert code == 1 and f"{parquet}: not a readable parquet file" in err
+
+
+@pytest.mark.parametrize("ids, fragment", [
+    ([1, 2.5], "item 1 is 2.5, not an integer token id"),
+    ([1, "2"], "item 1 is '2', not an integer token id"),
+    ([[1, 2], [3]], "item 0 is [1, 2], not an integer token id"),  # per-chunk lists: not the record format
+    ([1, 2**70], f"item 1 is {2**70}, not an integer token id"),
+    ({"0": 1}, "output_token_ids is dict, not a list of token ids"),
+    ([1, -1], "holds id -1 (item 1), outside the target vocabulary"),
+    ([3, 2**24], f"holds id {2**24} (item 1), outside the target vocabulary (not below {2**24})"),
+])
+def test_malformed_output_ids_name_the_record(sd_run, capsys, ids, fragment):
+    run, _ = sd_run
+    path = run / "records.jsonl"
+    lines = path.read_text().splitlines()
+    first = json.loads(lines[0])
+    path.write_text("\n".join([json.dumps({**first, "output_token_ids": ids}), *lines[1:]]) + "\n")
+    code, _, err = _run_cli([run, "--top-k", "2"], capsys)
+    assert code == 1 and f"{path}: record {first['record_key']!r}: output_token_ids" in err and fragment in err
+
+
 def test_bad_inputs_fail_with_the_file_or_record_named(tmp_path, sd_run, capsys):
     run, _ = sd_run
     code, _, err = _run_cli([run, "--draft-vocab", tmp_path / "nope.safetensors"], capsys)
     assert code == 1 and f"{tmp_path / 'nope.safetensors'}: no such file" in err
     code, _, err = _run_cli([run], capsys)
     assert code == 2 and "--draft-vocab" in err
+    code, _, err = _run_cli([run, "--draft-vocab", _vocab_file(tmp_path), "--top-k-corpus", run], capsys)
+    assert code == 2 and "give --top-k" in err
     code, _, err = _run_cli([tmp_path / "not-a-run", "--top-k", "2"], capsys)
     assert code == 1 and "not a run folder" in err
     with pytest.raises(SystemExit):
