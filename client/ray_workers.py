@@ -101,6 +101,7 @@ class _Actor:
     handle: object
     info: dict
     clock: ClockEstimate
+    entry: dict  # its part of the manifest's clock_offsets
     alive: bool = True
 
 
@@ -205,15 +206,15 @@ class RayWorkerPool:
             check_clock(clock, where)
         except ClockOffsetError as error:
             raise RayClusterError(str(error)) from error
-        self._report["workers"].append({"worker": index, **{k: info[k] for k in ("hostname", "node_id", "node_ip",
-                                        "pid")}, **clock.to_dict()})
-        return _Actor(index, handle, info, clock)
+        entry = {"worker": index, **{k: info[k] for k in ("hostname", "node_id", "node_ip", "pid")}, **clock.to_dict()}
+        self._report["workers"].append(entry)
+        return _Actor(index, handle, info, clock, entry)
 
     def _probes(self, handle) -> list[tuple[int, int, int, int, int, int]]:
         probes = []
         for _ in range(CLOCK_PROBES):
             t0, m0 = time.time_ns(), time.perf_counter_ns()
-            wall, mono = self.ray.get(handle.clock.remote())
+            wall, mono = self.ray.get(handle.clock.remote(), timeout=READY_TIMEOUT_S)
             m1, t1 = time.perf_counter_ns(), time.time_ns()
             probes.append((t0, m0, wall, mono, t1, m1))
         return probes
@@ -348,9 +349,27 @@ class RayWorkerPool:
             pass
         result.lost[actor.index] = (share, mine, f"{type(error).__name__} on {actor.info['hostname']}")
 
+    def _probe_end(self) -> None:
+        """The live actors' clocks probed again: their drift over the run goes into the manifest."""
+        for actor in self.actors:
+            try:
+                end = estimate_clock(self._probes(actor.handle), actor.clock.same_host) if actor.alive else None
+            except Exception:  # lost at the very end: its records are in already
+                end = None
+            if end is None:
+                continue
+            drift = end.measured_shift_ns - actor.clock.measured_shift_ns
+            actor.entry.update(end=end.to_dict(), drift_ns=drift)
+            if abs(drift) > actor.clock.uncertainty_ns + end.uncertainty_ns + MAX_CLOCK_UNCERTAINTY_S * 1e9:
+                self.log(f"warning: Ray worker {actor.index}'s clock drifted {drift / 1e6:+.1f} ms against the "
+                         f"driver's during the run; spans across workers are off by up to that")
+        self._write_clock_report()
+
     def close(self) -> None:
-        """Kill the actors (after they removed their files), free the placement group, leave the
-        cluster (if this pool joined it)."""
+        """Probe the clocks once more, kill the actors (after they removed their files), free the
+        placement group, leave the cluster (if this pool joined it)."""
+        if self.actors:
+            self._probe_end()
         cleanups = [a.handle.cleanup.remote() for a in self.actors if a.alive]
         try:
             self.ray.wait(cleanups, num_returns=len(cleanups), timeout=10.0)

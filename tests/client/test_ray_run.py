@@ -95,6 +95,9 @@ def test_ray_workers_write_the_records_of_the_process_workers(cluster, tmp_path,
         assert worker["same_host"] and worker["shift_ns"] == 0
         assert abs(worker["offset_ns"]) <= worker["uncertainty_ns"] and worker["probes"] == 16
         assert abs(worker["measured_shift_ns"]) <= worker["uncertainty_ns"]
+        # Probed again at the end: the true drift is 0 too, so the measured one is within both bounds.
+        assert abs(worker["drift_ns"]) <= worker["uncertainty_ns"] + worker["end"]["uncertainty_ns"]
+        assert worker["drift_ns"] == worker["end"]["measured_shift_ns"] - worker["measured_shift_ns"]
     # The common start: each worker's first c4 request was scheduled at the same instant.
     firsts = {w: min(r["scheduled_ns"] for r in remote.values() if r["run_point"] == "c4" and r["worker"] == w)
               for w in (0, 1)}
