@@ -30,6 +30,7 @@ from speedbench.metrics.vocab_coverage import VocabInputError, vocab_from_d2t, v
 
 MAPPING_NAMES = ("d2t", "t2d")
 MAX_TOKEN_ID = 2**24  # far above any tokenizer's vocabulary (o200k: 200,019); bounds the count vector
+MAX_COUNT = 2**62  # a count vector is int64: larger counts (summed) would overflow it
 
 
 def _decimal(text: str) -> int | None:
@@ -172,5 +173,12 @@ def read_token_counts(path: str | Path) -> np.ndarray:
     too_large = next((i for i, _ in pairs if i >= MAX_TOKEN_ID), None)
     if too_large is not None:
         raise VocabInputError(f"{path}: token id {too_large} is not a token id (above {MAX_TOKEN_ID})")
-    ids = np.asarray([p[0] for p in pairs], dtype=np.int64)
-    return np.bincount(ids, weights=np.asarray([p[1] for p in pairs], dtype=np.float64)).astype(np.int64)
+    totals: dict[int, int] = {}
+    for token, count in pairs:  # exact Python integers: float weights would round counts above 2^53
+        totals[token] = totals.get(token, 0) + count
+    huge = next((t for t, c in totals.items() if c > MAX_COUNT), None)
+    if huge is not None:
+        raise VocabInputError(f"{path}: token id {huge}: count {totals[huge]} is above {MAX_COUNT}")
+    counts = np.zeros(max(totals) + 1, dtype=np.int64)
+    counts[np.fromiter(totals, dtype=np.int64)] = np.fromiter(totals.values(), dtype=np.int64)
+    return counts

@@ -199,7 +199,15 @@ def test_token_count_files(tmp_path):
         with pytest.raises(VocabInputError, match=str(as_text)) as caught:
             read_token_counts(as_text)
         assert fragment in str(caught.value)
-    for doc, fragment in (({"x": 1}, "entry 'x'"), ({"1": -1}, "entry '1': -1"), ([1], "JSON object")):
+    as_text.write_text(f"4 {2**53 + 1}\n4 1\n")  # exact integers (float64 weights lose the +1s)
+    assert read_token_counts(as_text).tolist() == [0, 0, 0, 0, 2**53 + 2]
+    as_text.write_text(f"4 {2**53 + 1}\n")
+    assert read_token_counts(as_text)[4] == 2**53 + 1  # float64 would round it to 2^53
+    as_text.write_text(f"3 {2**62}\n3 1\n")
+    with pytest.raises(VocabInputError, match=rf"{as_text}: token id 3: count {2**62 + 1} is above {2**62}"):
+        read_token_counts(as_text)
+    for doc, fragment in (({"x": 1}, "entry 'x'"), ({"1": -1}, "entry '1': -1"), ([1], "JSON object"),
+                          ({"1": 2**70}, f"count {2**70} is above")):
         as_json.write_text(json.dumps(doc))
         with pytest.raises(VocabInputError, match=str(as_json)) as caught:
             read_token_counts(as_json)
