@@ -31,9 +31,12 @@ from typing import Sequence
 
 import numpy as np
 
+from speedbench.metrics.validation import MetricInputError
 
-class VocabInputError(ValueError):
-    """A drafter vocabulary, count table or id list that cannot be used; the message names where."""
+
+class VocabInputError(MetricInputError):
+    """A drafter vocabulary, count table or id list that cannot be used; the message names where
+    (a :class:`MetricInputError`, as the package promises for every bad input)."""
 
 
 def _int_vector(values, where: str) -> np.ndarray:
