@@ -74,6 +74,7 @@ def main_bench() -> None:
         _, core_wall, core_cpu = _timed(lambda: group_coverage(labels, [args.tokens] * args.requests,
                                                                   in_vocab(flat, vocab)))
     tokens = args.requests * args.tokens
+    print("load average (1, 5, 15 min): " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))  # timings are shared-machine
     print(f"run: {args.requests} requests x {args.tokens} ids = {tokens:,} tokens, vocabulary {args.vocab:,}, "
           f"drafter {args.draft_size:,} ids (exit {code})")
     print(f"speedbench vocab-coverage (draft + top-k 16k/32k/64k + correlation): {wall:.2f} s wall, {cpu:.2f} s CPU")
