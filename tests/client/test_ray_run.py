@@ -274,3 +274,24 @@ def test_a_worker_clock_beyond_the_bound_fails_before_any_request(cluster, tmp_p
     error = capsys.readouterr().err
     assert "Ray worker 0 on " in error and "wall clock +250." in error and "beyond the bound of 100 ms" in error
     assert "NTP" in error
+
+
+@pytest.mark.slow
+def test_measured_shifts_keep_one_common_start(cluster, tmp_path, models_dir, monkeypatch):
+    """As on separate hosts: the driver takes the actors for remote, so each one's measured (non-zero)
+    shift is applied to its start and to its records; the two must cancel exactly."""
+    import speedbench.client.ray_workers as ray_workers
+    from speedbench.client.runner import poisson_offsets_ns
+
+    monkeypatch.setattr(ray_workers, "boot_id", lambda: "another-host")
+    dataset = write_dataset(tmp_path / "d", story_rows(6))
+    with StandinServer("vllm") as server:
+        assert run_cli("vllm", server.url, dataset, tmp_path / "r", models_dir, "--request-rate", "50",
+                       "--arrival-seed", "5", "--max-tokens", "8", "--ray", cluster.address, "--workers", "2") == 0
+    workers = json.loads((tmp_path / "r" / "manifest.json").read_text())["clock_offsets"][0]["workers"]
+    assert all(not w["same_host"] and w["shift_ns"] == w["measured_shift_ns"] for w in workers)
+    assert workers[0]["shift_ns"] != workers[1]["shift_ns"]  # two independent estimates (ns resolution)
+    records = read_jsonl(tmp_path / "r" / "records.jsonl")
+    assert {r["worker"] for r in records} == {0, 1}
+    scheduled = sorted(r["scheduled_ns"] for r in records)
+    assert [s - scheduled[0] for s in scheduled] == sorted(poisson_offsets_ns(6, 50.0, seed=5))
