@@ -13,15 +13,21 @@ worker processes and report:
 - whether the server kept up (its own lateness against its schedule, p99).
 
 Then `aiperf` (PyPI, installed in its own virtual environment because its pins conflict with
-this project's; set AIPERF=/path/to/aiperf or put it at /tmp/aiperf-venv/bin/aiperf) runs
-against the same server and settings, and both are printed side by side.
+this project's: ``bench/output/tools/aiperf-0.13.0/``, made on first use and reused; or set
+AIPERF=/path/to/aiperf) runs against the same server and settings, and both are printed side by side.
 
     .venv/bin/python bench/client_overhead.py            # about 2-4 minutes on 2 cores
     .venv/bin/python bench/client_overhead.py --quick    # 64 and 256 only
+    .venv/bin/python bench/client_overhead.py --token-ids-only   # keeping token ids at c256, off vs on
+
+At the end (unless ``--no-token-ids``): the overhead of keeping output token ids at concurrency 256,
+bytes per record and client CPU per chunk with the ids off and on, side by side in one run
+(``token_ids_overhead``; ``bench/token_ids_overhead.py`` has the parse-only and re-encoding figures).
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -129,11 +135,38 @@ def run_ours(url: str, concurrency: int, workers: int, requests: int, dataset: P
     }
 
 
-def find_aiperf() -> str | None:
+# Benchmark tools whose pins conflict with ours, each in a cached venv of its own (ignored by git):
+# created on first use, reused by every later run.
+TOOLS_DIR = Path(os.environ.get("SPEEDBENCH_BENCH_TOOLS", REPO / "bench" / "output" / "tools"))
+TOOL_VERSIONS = {"aiperf": "0.13.0", "guidellm": "0.8.1"}
+
+
+def tool_venv(name: str, install: bool = True) -> str | None:
+    """The executable ``name`` from its cached venv ``TOOLS_DIR/<name>-<version>/`` (installed from
+    PyPI with the exact pin the first time when ``install``); None when it cannot be had."""
+    folder = TOOLS_DIR / f"{name}-{TOOL_VERSIONS[name]}"
+    executable = folder / "bin" / name
+    if executable.exists():
+        return str(executable)
+    if not install:
+        return None
+    print(f"installing {name}=={TOOL_VERSIONS[name]} into {folder} (once; later runs reuse it)", flush=True)
+    try:
+        subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True)
+        subprocess.run([str(folder / "bin" / "pip"), "install", "-q", f"{name}=={TOOL_VERSIONS[name]}"], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except (OSError, subprocess.CalledProcessError) as error:
+        print(f"{name}: install failed ({error})")
+        return None
+    return str(executable) if executable.exists() else None
+
+
+def find_aiperf(install: bool = True) -> str | None:
+    """``AIPERF`` if set, an older ``/tmp/aiperf-venv``, one on PATH, else the cached venv."""
     for candidate in (os.environ.get("AIPERF"), "/tmp/aiperf-venv/bin/aiperf", shutil.which("aiperf")):
         if candidate and Path(candidate).exists():
             return candidate
-    return None
+    return tool_venv("aiperf", install)
 
 
 def aiperf_tokenizer(workdir: Path) -> Path:
@@ -203,6 +236,50 @@ def run_aiperf(aiperf: str, url: str, concurrency: int, requests: int, workdir: 
     }
 
 
+def token_ids_overhead(dataset: Path, workdir: Path, concurrency: int = 256, repeats: int = 2) -> None:
+    """Keeping output token ids, end to end at ``concurrency``: bytes per record and client CPU per
+    chunk with the ids off (the client before it kept them: ``token_ids_overhead.ids_not_kept``) and
+    on, interleaved ``repeats`` times against the cheap ceiling server (one id per event), in-process
+    (``--workers 1``), so the process's CPU is the whole client's."""
+    import statistics
+
+    from client_ceiling import CeilingServer, measure_ours
+    from token_ids_overhead import ids_not_kept
+
+    events, step_s = 32, 0.1  # 2,560 chunks/s offered: well under one core's ceiling
+    figures = {False: ([], []), True: ([], [])}
+    for repeat in range(repeats):
+        for keep in (False, True):
+            server = CeilingServer(events, step_s, 0.02, None, spread=0.5)
+            out = workdir / f"ids_{keep}_{repeat}"
+            try:
+                with contextlib.nullcontext() if keep else ids_not_kept():
+                    point, extra = measure_ours(server.url, concurrency, 1, 2 * concurrency, 2 * events, dataset, out)
+            finally:
+                server.stop()
+            lines = extra["records"].read_bytes().splitlines()
+            chunks = sum(len(json.loads(line)["chunk_ns"]) for line in lines)
+            if point.errors or not chunks:
+                print(f"token ids {'on' if keep else 'off'}: {point.errors} errors, {chunks} chunks")
+                return
+            with_ids = sum(json.loads(line).get("output_token_ids") is not None for line in lines)
+            if with_ids != (len(lines) if keep else 0):
+                raise RuntimeError(f"ids {'on' if keep else 'off'}: {with_ids} of {len(lines)} records carry ids")
+            figures[keep][0].append(sum(len(line) + 1 for line in lines) / len(lines))
+            figures[keep][1].append(point.cpu_s / chunks * 1e6)
+    print(f"\ntoken ids at concurrency {concurrency} (whole client, workers 1; {events} one-token events/request on "
+          f"average, {2 * concurrency} requests per run, off/on interleaved {repeats}x, median; load average "
+          f"{os.getloadavg()[0]:.2f}):")
+    print(f"{'':10} {'bytes/record':>12} {'client CPU/chunk':>17}")
+    for keep in (False, True):
+        size, cpu = statistics.median(figures[keep][0]), statistics.median(figures[keep][1])
+        print(f"{'ids on' if keep else 'ids off':10} {size:>12.0f} {cpu:>14.1f} us")
+    size_ratio = statistics.median(figures[True][0]) / statistics.median(figures[False][0])
+    cpu_ratio = statistics.median(figures[True][1]) / statistics.median(figures[False][1])
+    print(f"{'on / off':10} {size_ratio:>11.2f}x {cpu_ratio:>16.3f}x   (CPU per chunk includes the run's fixed "
+          "costs: start-up, connections, results)")
+
+
 def fmt(value, spec=".2f") -> str:
     return "-" if value is None else format(value, spec)
 
@@ -211,6 +288,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="concurrency 64 and 256 only")
     parser.add_argument("--no-aiperf", action="store_true")
+    parser.add_argument("--no-token-ids", action="store_true", help="skip the token-ids overhead at concurrency 256")
+    parser.add_argument("--token-ids-only", action="store_true", help="only the token-ids overhead at concurrency 256")
     args = parser.parse_args()
     from speedbench.client.testing.fixtures import write_dataset
     from speedbench.schema import DatasetRow
@@ -221,6 +300,10 @@ def main() -> int:
     rows = [DatasetRow(category="bench", sub_category="x", turns=[f"Once upon a time {i}"], source="bench",
                        src_id=str(i)) for i in range(2 * max(levels))]
     dataset = write_dataset(workdir / "dataset", rows)
+    if args.token_ids_only:
+        token_ids_overhead(dataset, workdir)
+        shutil.rmtree(workdir, ignore_errors=True)
+        return 0
     print(f"client overhead: {CHUNKS_PER_REQUEST} chunks/request, TTFT {1000 * TTFT_S:.0f} ms, step delay "
           f"= concurrency / {CHUNK_RATE:.0f} chunks/s, 2 x concurrency requests per point, "
           f"{os.cpu_count()} CPUs (shared by server and client)")
@@ -270,6 +353,8 @@ def main() -> int:
                   f"achieved concurrency over whole requests (to [DONE]) {fmt(r['achieved_full'], '.1f')}")
     print("delay = client receive time - server send stamp per chunk; true values from the server's stamps; "
           "err = reported mean step latency vs true mean; achieved/requested concurrency by Little's law")
+    if not args.no_token_ids:
+        token_ids_overhead(dataset, workdir)
     shutil.rmtree(workdir, ignore_errors=True)
     return 0
 

@@ -13,10 +13,14 @@ times, are the figures to read):
   stories260K's, a 512-token vocabulary: a larger vocabulary costs more).
 
     .venv/bin/python bench/token_ids_overhead.py
+
+The same before/after end to end, at concurrency 256 through the whole client (records written,
+CPU of the process): ``bench/client_overhead.py --token-ids-only``.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import time
@@ -58,11 +62,30 @@ def _record(events: list[dict], ids: list[int] | None) -> TurnRecord:
                       output_token_ids=ids, output_token_ids_source="engine" if ids is not None else None)
 
 
+@contextlib.contextmanager
+def ids_not_kept():
+    """The client as it was before it kept output token ids (also used by ``client_overhead.py``):
+    the engine's ids are dropped as they arrive and records carry none, neither the engine's nor
+    re-encoded ones."""
+    from speedbench.client import load
+
+    saved = StreamState.add_token_ids, load.output_ids
+    StreamState.add_token_ids = lambda self, ids: None
+    load.output_ids = lambda result, tokenizer: (None, None)
+    try:
+        yield
+    finally:
+        StreamState.add_token_ids, load.output_ids = saved
+
+
 def _parse_cpu_ns(events: list[dict], keep_ids: bool) -> int:
+    with contextlib.nullcontext() if keep_ids else ids_not_kept():
+        return _parse_events_cpu_ns(events, keep_ids)
+
+
+def _parse_events_cpu_ns(events: list[dict], keep_ids: bool) -> int:
     adapter = get_adapter("vllm")("http://x")
     state = StreamState()
-    if not keep_ids:
-        state.add_token_ids = lambda ids: None  # the client before this change
     start = time.process_time_ns()
     chunk_tokens = [adapter.parse_event(event, state)[0] for event in events]
     if keep_ids:

@@ -1,8 +1,9 @@
 """One streamed request: send the payload, stamp every event on arrival, turn failures into causes.
 
 The clock is ``time.perf_counter_ns`` (CLOCK_MONOTONIC on Linux, shared by all worker
-processes). Each event is stamped right after its line is read, before it is decoded, so JSON
-parsing never delays a timestamp. Every failure ends as a ``StreamResult`` with ``error_kind``:
+processes). Each event is stamped when the network read that completed its line returns, before
+any line of that read is decoded, so JSON parsing never delays a timestamp. Every failure ends as
+a ``StreamResult`` with ``error_kind``:
 
 - ``timeout``: no byte for ``read_timeout_s`` or the whole request over ``request_timeout_s``;
 - ``http_429`` / ``http_5xx`` / ``http_4xx``: the status and the start of the body;
@@ -119,10 +120,12 @@ async def stream_request(
     return result
 
 
+# An SSE line this long without its newline is not an SSE stream (it would otherwise grow forever).
+MAX_LINE_BYTES = 1 << 22
+
+
 async def _stream_once(session, adapter, body, timeout, state, chunk_ns, chunk_tokens):
     """One attempt; returns (error_kind, error, whether a response status arrived)."""
-    last_key: Any = None
-    done = False
     got_response = False
     error_kind = error = None
     try:
@@ -133,49 +136,7 @@ async def _stream_once(session, adapter, body, timeout, state, chunk_ns, chunk_t
                 text = (await response.text(errors="replace"))[:300]
                 raise StreamError(_status_kind(response.status), f"HTTP {response.status}: {text}")
             content = response.content
-            # One read per SSE event (events end with a blank line); the separator follows the
-            # server's line endings, seen on the first line.
-            first = await content.readline()
-            separator = b"\r\n\r\n" if first.endswith(b"\r\n") else b"\n\n"
-            pending = first
-            while not done:
-                if pending is None:
-                    try:
-                        block = await content.readuntil(separator)
-                    except asyncio.IncompleteReadError as partial:
-                        block = partial.partial
-                else:
-                    block, pending = pending, None
-                now = time.perf_counter_ns()
-                if not block:
-                    break
-                for line in block.splitlines():
-                    line = line.strip()
-                    if not line or line[:1] == b":":
-                        continue  # keep-alive blank line or SSE comment
-                    if line[:5] != b"data:":
-                        if line.split(b":", 1)[0] in (b"event", b"id", b"retry"):
-                            continue
-                        raise StreamError("malformed", f"not an SSE data line: {line[:200]!r}")
-                    data = line[5:].strip()
-                    if data == b"[DONE]":
-                        done = True
-                        break
-                    try:
-                        event = _loads(data)
-                    except ValueError as decode_error:
-                        raise StreamError("malformed", f"invalid JSON in SSE event: {data[:200]!r} ({decode_error})")
-                    if not isinstance(event, dict):
-                        raise StreamError("malformed", f"SSE event is not a JSON object: {data[:200]!r}")
-                    new_tokens, step_key = adapter.parse_event(event, state)
-                    if new_tokens <= 0:
-                        continue
-                    if step_key is not None and step_key == last_key and chunk_tokens:
-                        chunk_tokens[-1] += new_tokens  # same verification step: stamped at its first event
-                    else:
-                        chunk_ns.append(now)
-                        chunk_tokens.append(new_tokens)
-                    last_key = step_key
+            done = await _read_events(content, adapter, state, chunk_ns, chunk_tokens)
             if done and not content.at_eof():
                 # Read the (empty) rest of the body so the connection goes back to the pool
                 # instead of being closed: a new TCP connect per request would queue at the server.
@@ -195,3 +156,64 @@ async def _stream_once(session, adapter, body, timeout, state, chunk_ns, chunk_t
         # A body the adapter could not read (wrong types, missing keys, a line over the buffer).
         error_kind, error = "malformed", f"{type(failure).__name__}: {failure}"
     return error_kind, error, got_response
+
+
+async def _read_events(content, adapter, state: StreamState, chunk_ns: list[int], chunk_tokens: list[int]) -> bool:
+    """Read the SSE body to ``[DONE]`` (True) or its end (False), filling the chunk lists.
+
+    One await per network read (``readany``: whatever has arrived), not per line: every complete
+    line in it is stamped with the time the read returned, before any of them is decoded; an
+    unfinished last line waits for the next read (at the end of the body it is read as it is).
+    """
+    pending = b""
+    last_key: list[Any] = [None]
+    while True:
+        data = await content.readany()
+        now = time.perf_counter_ns()
+        if not data:  # end of the body
+            return bool(pending) and _handle_lines(pending.splitlines(), now, adapter, state, chunk_ns,
+                                                   chunk_tokens, last_key)
+        if pending:
+            data = pending + data
+        cut = data.rfind(b"\n") + 1
+        if cut == 0:
+            if len(data) > MAX_LINE_BYTES:
+                raise StreamError("malformed", f"an SSE line of over {MAX_LINE_BYTES} bytes: {data[:200]!r}")
+            pending = data
+            continue
+        pending = data[cut:]
+        if _handle_lines(data[:cut].splitlines(), now, adapter, state, chunk_ns, chunk_tokens, last_key):
+            return True
+
+
+def _handle_lines(lines, now: int, adapter, state: StreamState, chunk_ns: list[int], chunk_tokens: list[int],
+                  last_key: list[Any]) -> bool:
+    """Decode SSE lines that arrived at ``now``; True once ``data: [DONE]`` is seen."""
+    parse_event = adapter.parse_event
+    for line in lines:
+        line = line.strip()
+        if not line or line[:1] == b":":
+            continue  # keep-alive blank line or SSE comment
+        if line[:5] != b"data:":
+            if line.split(b":", 1)[0] in (b"event", b"id", b"retry"):
+                continue
+            raise StreamError("malformed", f"not an SSE data line: {line[:200]!r}")
+        data = line[5:].strip()
+        if data == b"[DONE]":
+            return True
+        try:
+            event = _loads(data)
+        except ValueError as decode_error:
+            raise StreamError("malformed", f"invalid JSON in SSE event: {data[:200]!r} ({decode_error})")
+        if type(event) is not dict:
+            raise StreamError("malformed", f"SSE event is not a JSON object: {data[:200]!r}")
+        new_tokens, step_key = parse_event(event, state)
+        if new_tokens <= 0:
+            continue
+        if step_key is not None and step_key == last_key[0] and chunk_tokens:
+            chunk_tokens[-1] += new_tokens  # same verification step: stamped at its first event
+        else:
+            chunk_ns.append(now)
+            chunk_tokens.append(new_tokens)
+        last_key[0] = step_key
+    return False

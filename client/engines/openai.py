@@ -42,33 +42,42 @@ def completion_payload(adapter: EngineAdapter, prompt_ids: list[int], **engine_f
 
 
 def parse_openai_completion_event(event: dict[str, Any], state: StreamState, engine: str) -> int:
-    """Shared by the OpenAI-style adapters: text, finish reason, id; tokens from usage or ids."""
-    if "choices" not in event:
+    """Shared by the OpenAI-style adapters: text, finish reason, id; tokens from usage or ids.
+
+    Runs once per streamed event: each field is looked up once."""
+    choices = event.get("choices", _ABSENT)
+    if choices is _ABSENT:
         if "error" in event:
             raise StreamError("engine_error", f"{engine} error event: {str(event['error'])[:300]}")
         raise StreamError("malformed", f"{engine} event without 'choices': {str(event)[:200]}")
     state.last_event = event
-    if event.get("id") and state.response_id is None:
-        state.response_id = event["id"]
-    choices = event["choices"]
+    if state.response_id is None:
+        response_id = event.get("id")
+        if response_id:
+            state.response_id = response_id
     new_from_ids = None
+    text = None
     if choices:
         choice = choices[0]
-        text = choice.get("text") or ""
-        state.text += text
-        if choice.get("finish_reason"):
-            state.finish_reason = choice["finish_reason"]
-        if choice.get("token_ids") is not None:
-            new_from_ids = len(choice["token_ids"])
-            state.add_token_ids(choice["token_ids"])
+        text = choice.get("text")
+        if text:
+            state.text += text
+        finish_reason = choice.get("finish_reason")
+        if finish_reason:
+            state.finish_reason = finish_reason
+        token_ids = choice.get("token_ids")
+        if token_ids is not None:
+            new_from_ids = len(token_ids)
+            state.add_token_ids(token_ids)
     from_usage = usage_delta(event, state)
     if new_from_ids is not None:
         new = new_from_ids
     elif from_usage is not None:
         new = from_usage
-    elif choices and choices[0].get("text"):
-        new = 1
     else:
-        new = 0
+        new = 1 if text else 0
     state.tokens_total += new
     return new
+
+
+_ABSENT = object()

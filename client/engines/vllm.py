@@ -34,14 +34,19 @@ class VllmAdapter(EngineAdapter):
 
     def parse_event(self, event: dict[str, Any], state: StreamState) -> tuple[int, Any]:
         new = parse_openai_completion_event(event, state, self.name)
-        metrics = (event.get("metrics") or {}).get("speculative_decoding")
-        if metrics:
-            state.extra["spec"] = metrics
-        choices = event.get("choices") or []
-        if choices and choices[0].get("prompt_token_ids") is not None:
-            state.extra["prompt_token_ids_len"] = len(choices[0]["prompt_token_ids"])
+        extra = state.extra
+        metrics = event.get("metrics")
+        if metrics:  # the final usage event, with --per-request-spec-decode-metrics
+            spec = metrics.get("speculative_decoding")
+            if spec:
+                extra["spec"] = spec
+        choices = event["choices"]
+        if choices:
+            prompt_ids = choices[0].get("prompt_token_ids")  # the first event only (null afterwards)
+            if prompt_ids is not None:
+                extra["prompt_token_ids_len"] = len(prompt_ids)
         if new > 0:  # token-carrying events: one step each at least (derive_decode_steps)
-            state.extra["token_events"] = state.extra.get("token_events", 0) + 1
+            extra["token_events"] = extra.get("token_events", 0) + 1
         return new, None
 
     def engine_stats(self, state: StreamState) -> EngineSpecStats | None:

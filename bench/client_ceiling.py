@@ -1,0 +1,451 @@
+"""How many streamed chunks per second can one client core take before its own delay shows?
+
+A server that costs almost nothing per event (``bench/ceiling_server.py``: pre-rendered vLLM
+``/v1/completions`` SSE bytes from a raw asyncio protocol, each event stamped with its send time
+on CLOCK_MONOTONIC) runs pinned to one core; the client under test runs pinned to another. Every
+stream sends ``--events`` one-token events ``--step`` seconds apart, so the offered event rate is
+concurrency / step; the concurrency is raised along a ladder until the client's added delay per
+chunk (its receive stamp minus the server's send stamp, both CLOCK_MONOTONIC) passes 1 ms at p99,
+or the client stops keeping up (achieved rate under 90 % of offered), or a request fails.
+The last point that passed is the client's sustained ceiling.
+
+Clients, each against a fresh server with the same settings:
+
+- ``speedbench``: ``speedbench.client.runner.execute_run`` (what ``speedbench run`` runs) with
+  ``--workers 1`` and ``2``; receive stamps are the records' ``chunk_ns``, joined to the server's
+  send log by response id. On a 2-core machine both workers share the one client core.
+- ``aiperf`` (PyPI, its own cached venv, see ``client_overhead.tool_venv``): receive stamps are
+  the ``perf_ns`` of each response in ``profile_export_raw.jsonl`` (``--export-level raw``),
+  send stamps the ``t_send_ns`` inside the event it received; same method as ours.
+- ``guidellm`` (PyPI, its own cached venv): it keeps no per-chunk receive stamps, only each
+  request's first and last token times (wall clock), so its figure is its achieved chunks/s at
+  the offered rate, and the delay of its first and last token against the server's send stamps
+  (the server logs wall-clock sends too, joined by the response text). Marked as such.
+
+    .venv/bin/python bench/client_ceiling.py --quick          # under 6 minutes on 2 cores
+    .venv/bin/python bench/client_ceiling.py --profile        # cProfile of our client at --profile-concurrency
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from client_overhead import MODELS, aiperf_tokenizer, find_aiperf, tool_venv  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+DELAY_LIMIT_MS = 1.0
+KEEP_UP = 0.9  # achieved/offered below this: the client is the bottleneck of its own closed loop
+
+
+@dataclass
+class Point:
+    client: str
+    workers: int
+    concurrency: int
+    offered: float  # events/s the server was asked for (concurrency / step)
+    achieved: float = 0.0  # events/s the server really sent (central 80 % of its send stamps)
+    received: int = 0
+    delay_p50_ms: float | None = None
+    delay_p99_ms: float | None = None
+    cpu_s: float | None = None  # client CPU over the whole invocation (setup included)
+    server_late_p99_ms: float | None = None
+    errors: int = 0
+    method: str = "per-chunk"
+    note: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return (self.errors == 0 and self.delay_p99_ms is not None and self.delay_p99_ms <= DELAY_LIMIT_MS
+                and self.achieved >= KEEP_UP * self.offered)
+
+
+class CeilingServer:
+    def __init__(self, events: int, step_s: float, ttft_s: float, cpu: int | None, spread: float = 0.5):
+        command = [sys.executable, str(REPO / "bench" / "ceiling_server.py"), "--events", str(events),
+                   "--step", str(step_s), "--ttft", str(ttft_s), "--spread", str(spread)]
+        if cpu is not None:
+            command += ["--cpu", str(cpu)]
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+        line = self.process.stdout.readline()
+        if not line.startswith("listening"):
+            raise RuntimeError(f"ceiling server did not start: {line!r}")
+        self.url = f"http://127.0.0.1:{line.split()[1]}"
+
+    def log(self) -> dict:
+        with urllib.request.urlopen(self.url + "/ceiling/log", timeout=120) as response:
+            return json.loads(response.read())
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait()
+
+
+def sent_rate(log: dict) -> float:
+    """Events/s over the central 80 % of the server's send stamps (ramp-up and tail left out)."""
+    sends = np.sort(np.concatenate([np.asarray(s, dtype=np.int64) for s in log["send_ns"] if s] or [[0]]))
+    if len(sends) < 10:
+        return 0.0
+    low, high = int(0.1 * len(sends)), int(0.9 * len(sends))
+    return (high - low) / ((sends[high] - sends[low]) / 1e9)
+
+
+def _percentiles(point: Point, delays_ns: list[int] | np.ndarray) -> None:
+    if len(delays_ns):
+        delays = np.asarray(delays_ns, dtype=np.float64) / 1e6
+        point.delay_p50_ms = float(np.percentile(delays, 50))
+        point.delay_p99_ms = float(np.percentile(delays, 99))
+        point.received = len(delays)
+
+
+def _cpu_now() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def measure_ours(url: str, concurrency: int, workers: int, requests: int, max_tokens: int, dataset: Path,
+                 out: Path) -> tuple[Point, dict]:
+    from speedbench.client.engines.base import SamplingOptions
+    from speedbench.client.runner import RunOptions, execute_run
+
+    options = RunOptions(engine="vllm", url=url, tokenizer=str(MODELS), dataset=str(dataset), config="tiny",
+                         out=str(out), limit=requests, concurrency=[concurrency], workers=workers,
+                         sampling=SamplingOptions(max_tokens=max_tokens, ignore_eos=True),
+                         num_resamples=0, progress=False, max_errors=0, draft_length=0)
+    cpu = _cpu_now()
+    results = execute_run(options, log=lambda *a: None)
+    point = Point("speedbench", workers, concurrency, 0.0, cpu_s=_cpu_now() - cpu,
+                  errors=results["points"][0]["num_errors"])
+    return point, {"records": out / "records.jsonl"}
+
+
+def join_ours(point: Point, log: dict, records_path: Path) -> None:
+    from speedbench.records import read_records
+
+    sends = dict(zip(log["rid"], log["send_ns"]))
+    delays: list[int] = []
+    for record in read_records(records_path):
+        stamps = sends.get(record.response_id or "")
+        if not record.ok or stamps is None or len(stamps) != len(record.chunk_ns):
+            point.note = f"{record.record_key}: chunks do not match the server's sends"
+            continue
+        delays.extend(np.subtract(record.chunk_ns, stamps).tolist())
+    _percentiles(point, delays)
+
+
+def stamps_rate(stamps: np.ndarray) -> float:
+    """Events/s over the central 80 % of the send stamps (ramp-up and tail left out)."""
+    stamps = np.sort(np.asarray(stamps, dtype=np.int64))
+    if len(stamps) < 10:
+        return 0.0
+    low, high = int(0.1 * len(stamps)), int(0.9 * len(stamps))
+    return (high - low) / ((stamps[high] - stamps[low]) / 1e9)
+
+
+def _tool_env() -> dict:
+    # Offline mode makes aiperf 0.13 look the tokenizer folder up as a Hub id (client_overhead.py);
+    # the folder is local and this machine has no route to the Hub anyway.
+    return {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+
+
+def sweep_aiperf(aiperf: str, levels: list[int], args, workdir: Path) -> list[Point]:
+    """One ``aiperf profile`` over all levels (``--concurrency a,b,c``): its start-up is paid once."""
+    artifacts = workdir / "aiperf"
+    shutil.rmtree(artifacts, ignore_errors=True)
+    server = CeilingServer(args.events, args.step, args.ttft, args.server_cpu, args.spread)
+    command = [aiperf, "profile", "--model", "ceiling", "--url", server.url, "--endpoint-type", "completions",
+               "--streaming", "--concurrency", ",".join(map(str, levels)),
+               # a duration, not a request count: aiperf sweeps a list of counts as a grid with the levels
+               "--benchmark-duration", str(args.tool_seconds), "--benchmark-grace-period", "30",
+               "--synthetic-input-tokens-mean", "16", "--synthetic-input-tokens-stddev", "0",
+               "--output-tokens-mean", str(args.events), "--output-tokens-stddev", "0",
+               "--extra-inputs", "ignore_eos:true", "--use-server-token-count",
+               "--tokenizer", str(aiperf_tokenizer(workdir)), "--artifact-dir", str(artifacts),
+               "--ui-type", "none", "--export-level", "raw"]
+    try:
+        cpu = _cpu_now()
+        completed = subprocess.run(command, capture_output=True, text=True, env=_tool_env(), timeout=1800)
+        cpu = _cpu_now() - cpu
+        log = server.log()
+    finally:
+        server.stop()
+    points = []
+    for concurrency in levels:
+        point = Point("aiperf", 1, concurrency, concurrency / args.step, server_late_p99_ms=log["late_ns_p99"] / 1e6,
+                      note=f"one run for all levels: {cpu:.1f} CPU-s")
+        found = sorted(artifacts.glob(f"concurrency_{concurrency}/**/profile_export_raw.jsonl"))
+        raw = found[0] if found else artifacts / "profile_export_raw.jsonl"  # a single level: no sweep folder
+        if completed.returncode != 0:
+            point.errors, point.note = 1, f"aiperf exited {completed.returncode}: {completed.stderr[-300:]}"
+        else:
+            join_aiperf(point, raw, log)
+        points.append(point)
+    return points
+
+
+def join_aiperf(point: Point, raw_path: Path, log: dict) -> None:
+    """Receive ``perf_ns`` (perf_counter: CLOCK_MONOTONIC) minus the ``t_send_ns`` in the event; a
+    request counts as failed unless every event the server sent it was received."""
+    sent_counts = dict(zip(log["rid"], (len(s) for s in log["send_ns"])))
+    delays, sends, failed = [], [], 0
+    if not raw_path.exists():
+        point.errors, point.note = 1, f"no {raw_path}"
+        return
+    with open(raw_path, "rb") as handle:
+        for line in handle:
+            record = json.loads(line)
+            got, rid = 0, None
+            for response in record.get("responses") or []:
+                for packet in response.get("packets") or []:
+                    value = packet.get("value") or ""
+                    if packet.get("name") != "data" or '"t_send_ns"' not in value:
+                        continue
+                    event = json.loads(value)
+                    rid = event["id"]
+                    delays.append(response["perf_ns"] - event["t_send_ns"])
+                    sends.append(event["t_send_ns"])
+                    got += 1
+            failed += rid is None or got != sent_counts.get(rid)
+    point.errors = failed
+    point.achieved = stamps_rate(np.asarray(sends))
+    _percentiles(point, delays)
+
+
+def sweep_guidellm(guidellm: str, levels: list[int], args, workdir: Path) -> list[Point]:
+    """One ``guidellm run`` over all levels (concurrent profile, one benchmark per stream count)."""
+    folder = workdir / "guidellm"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    server = CeilingServer(args.events, args.step, args.ttft, args.server_cpu, args.spread)
+    scenario = {"spec": {
+        "backend": {"kind": "openai_http", "target": server.url, "model": "ceiling",
+                    "request_format": "/v1/completions", "max_tokens": args.events},
+        "profile": {"kind": "concurrent", "streams": levels},
+        "data": [{"kind": "synthetic_text", "prompt_tokens": 16, "output_tokens": args.events}],
+        "tokenizer": {"kind": "hf_auto", "model": str(aiperf_tokenizer(workdir))},
+        "constraints": [{"kind": "max_duration", "seconds": args.tool_seconds}],
+        "outputs": [{"kind": "json", "path": str(folder / "benchmarks.json")}]}}
+    (folder / "scenario.json").write_text(json.dumps(scenario))
+    try:
+        cpu = _cpu_now()
+        completed = subprocess.run([guidellm, "run", "-c", str(folder / "scenario.json"), "--disable-console"],
+                                   capture_output=True, text=True, env=_tool_env(), timeout=1800, cwd=folder)
+        cpu = _cpu_now() - cpu
+        log = server.log()
+    finally:
+        server.stop()
+    out = folder / "benchmarks.json"
+    if completed.returncode != 0 or not out.exists():
+        tail = (completed.stderr or completed.stdout)[-300:]
+        return [Point("guidellm", 1, c, c / args.step, errors=1, note=f"guidellm exited {completed.returncode}: {tail}")
+                for c in levels]
+    benchmarks = json.loads(out.read_text())["benchmarks"]
+    sends = dict(zip(log["rid"], log["send_ns"]))
+    offset = log["wall_minus_monotonic_ns"]
+    points = []
+    for concurrency, benchmark in zip(levels, benchmarks):
+        point = Point("guidellm", 1, concurrency, concurrency / args.step, method="first+last token",
+                      server_late_p99_ms=log["late_ns_p99"] / 1e6, note=f"one run for all levels: {cpu:.1f} CPU-s")
+        requests = benchmark["requests"]
+        point.errors = len(requests.get("errored") or []) + len(requests.get("incomplete") or [])
+        delays, stamps = [], []
+        for request in requests.get("successful") or []:
+            sent = sends.get(request.get("response_id") or "")
+            timings = (request.get("info") or {}).get("timings") or {}
+            if not sent or timings.get("first_token_iteration") is None:
+                point.errors += 1
+                continue
+            stamps.extend(sent)
+            # guidellm keeps wall-clock floats (time.time()): the send stamps are moved onto that clock
+            delays.append(int(timings["first_token_iteration"] * 1e9) - (sent[0] + offset))
+            delays.append(int(timings["last_token_iteration"] * 1e9) - (sent[-1] + offset))
+        point.achieved = stamps_rate(np.asarray(stamps))
+        _percentiles(point, delays)
+        points.append(point)
+    return points
+
+
+def max_events(args) -> int:
+    return round(args.events * (1 + args.spread)) + 1  # what the server may send one request (max_tokens)
+
+
+def run_point(concurrency: int, workers: int, args, context: dict) -> Point:
+    """Our client at one level, against a fresh server."""
+    server = CeilingServer(args.events, args.step, args.ttft, args.server_cpu, args.spread)
+    out = context["workdir"] / f"ours_c{concurrency}_w{workers}"
+    shutil.rmtree(out, ignore_errors=True)
+    try:
+        point, extra = measure_ours(server.url, concurrency, workers, args.waves * concurrency, max_events(args),
+                                    context["dataset"], out)
+        log = server.log()
+    finally:
+        server.stop()
+    point.offered = concurrency / args.step
+    point.achieved = sent_rate(log)
+    point.server_late_p99_ms = log["late_ns_p99"] / 1e6
+    join_ours(point, log, extra["records"])
+    return point
+
+
+def print_point(point: Point) -> None:
+    fmt = lambda v, spec=".2f": "-" if v is None else format(v, spec)  # noqa: E731
+    per_cpu = point.received / point.cpu_s if point.cpu_s and point.received else None
+    print(f"{point.client:<10} {point.workers:>3} {point.concurrency:>5} {point.offered:>9.0f} {point.achieved:>9.0f} "
+          f"{fmt(point.delay_p50_ms):>8} {fmt(point.delay_p99_ms):>8} {fmt(point.server_late_p99_ms):>9} "
+          f"{fmt(per_cpu, '.0f'):>10} {point.errors:>4} {'pass' if point.passed else 'FAIL':>5} "
+          f"{point.method} {point.note}", flush=True)
+
+
+HEADER = (f"{'client':<10} {'wrk':>3} {'conc':>5} {'offered/s':>9} {'sent/s':>9} {'p50 ms':>8} {'p99 ms':>8} "
+          f"{'srv late':>9} {'chunk/cpu-s':>10} {'err':>4} {'':>5}")
+
+
+def ladder(workers: int, levels: list[int], args, context: dict) -> list[Point]:
+    """Our client up the ladder until a point fails; the best one before it is the ceiling."""
+    points = []
+    for concurrency in levels:
+        point = run_point(concurrency, workers, args, context)
+        print_point(point)
+        points.append(point)
+        if not point.passed:
+            break
+    return points
+
+
+def ceiling(points: list[Point]) -> Point | None:
+    passed = [p for p in points if p.passed]
+    return max(passed, key=lambda p: p.achieved) if passed else None
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="coarser ladder, fewer waves (under 6 minutes)")
+    parser.add_argument("--events", type=int, default=64, help="one-token events per request")
+    parser.add_argument("--step", type=float, default=0.01, help="seconds between a stream's events")
+    parser.add_argument("--ttft", type=float, default=0.02)
+    parser.add_argument("--spread", type=float, default=0.5,
+                        help="events per request vary over events x [1 - spread, 1 + spread]; 0 makes requests "
+                             "started together end together (turnover bursts: the worst case)")
+    parser.add_argument("--waves", type=int, default=3, help="requests per point = waves x concurrency")
+    parser.add_argument("--clients", default="speedbench,aiperf,guidellm")
+    parser.add_argument("--workers", default="1,2")
+    parser.add_argument("--levels", default=None, help="concurrency ladder for speedbench (comma list)")
+    parser.add_argument("--tool-levels", default=None, help="concurrency ladder for aiperf/guidellm")
+    parser.add_argument("--tool-seconds", type=float, default=None,
+                        help="seconds of load per level for aiperf/guidellm (default 8, --quick 4)")
+    parser.add_argument("--nice", type=int, default=0,
+                        help="niceness for server and every client alike (negative needs root; on a busy shared "
+                             "machine it keeps other jobs from pre-empting the measurement)")
+    parser.add_argument("--realtime", action="store_true",
+                        help="SCHED_FIFO for server and clients alike (root; the kernel still leaves other "
+                             "tasks 5 %% of each core): the only way to read a 1 ms delay on a busy machine")
+    parser.add_argument("--server-cpu", type=int, default=0)
+    parser.add_argument("--client-cpus", default=None, help="cores for the client (default: all but the server's)")
+    parser.add_argument("--profile", action="store_true", help="cProfile our client (workers 1) at one point")
+    parser.add_argument("--profile-concurrency", type=int, default=128)
+    args = parser.parse_args()
+    if args.quick:
+        args.waves = 2
+    if args.tool_seconds is None:
+        args.tool_seconds = 4.0 if args.quick else 8.0
+    if args.nice:
+        os.nice(args.nice)  # before anything starts: the server and every client inherit it
+    if args.realtime:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))  # inherited the same way
+    levels = [int(v) for v in (args.levels or ("64,128,192,256,384,512,768,1024" if args.quick else
+                                               "32,64,96,128,160,192,256,320,384,512,640,768,1024")).split(",")]
+    tool_levels = [int(v) for v in (args.tool_levels or ("8,16,32,64,128" if args.quick else
+                                                         "4,8,16,24,32,48,64,96,128,192,256")).split(",")]
+    cpus = sorted(os.sched_getaffinity(0))
+    client_cpus = ({int(c) for c in args.client_cpus.split(",")} if args.client_cpus
+                   else set(cpus) - {args.server_cpu} or set(cpus))
+    os.sched_setaffinity(0, client_cpus)  # inherited by worker processes, aiperf and guidellm
+    workdir = Path(tempfile.mkdtemp(prefix="client_ceiling_"))
+    from speedbench.client.testing.fixtures import write_dataset
+    from speedbench.schema import DatasetRow
+
+    rows = [DatasetRow(category="bench", sub_category="x", turns=[f"Once upon a time {i}"], source="bench",
+                       src_id=str(i)) for i in range(args.waves * max(levels + [args.profile_concurrency]))]
+    context = {"workdir": workdir, "dataset": write_dataset(workdir / "dataset", rows)}
+    print(f"client ceiling: {args.events} one-token events/request on average (x [1 -/+ {args.spread:g}]), step {1000 * args.step:.0f} ms, "
+          f"TTFT {1000 * args.ttft:.0f} ms, {args.waves} x concurrency requests per point; server on core "
+          f"{args.server_cpu}, client on cores {sorted(client_cpus)}; load average {os.getloadavg()[0]:.2f} "
+          f"{os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}", flush=True)
+    if args.profile:
+        return profile_ours(args, context)
+    clients = args.clients.split(",")
+    context["aiperf"] = find_aiperf() if "aiperf" in clients else None
+    context["guidellm"] = tool_venv("guidellm") if "guidellm" in clients else None
+    print(HEADER, flush=True)
+    results: list[tuple[str, int, list[Point]]] = []
+    for client in clients:
+        if client == "speedbench":
+            for workers in [int(w) for w in args.workers.split(",")]:
+                results.append((client, workers, ladder(workers, levels, args, context)))
+            continue
+        if not context.get(client):
+            print(f"{client}: not available (no cached venv and the install failed)")
+            continue
+        sweep = sweep_aiperf if client == "aiperf" else sweep_guidellm
+        points = sweep(context[client], tool_levels, args, workdir)
+        for point in points:
+            print_point(point)
+        results.append((client, 1, points))
+    summary(results, len(client_cpus))
+    shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+def summary(results, client_cores: int) -> None:
+    print(f"\nsustained ceiling (highest point with p99 added delay <= {DELAY_LIMIT_MS:g} ms, sent >= "
+          f"{100 * KEEP_UP:.0f} % of offered, no error), {client_cores} client core(s); load average "
+          f"{os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
+    best = {}
+    for client, workers, points in results:
+        top = ceiling(points)
+        label = f"{client} (workers {workers})" if client == "speedbench" else client
+        if top is None:
+            print(f"  {label:<24} no passing point (lowest tried: c{points[0].concurrency}, "
+                  f"p99 {points[0].delay_p99_ms} ms)")
+            continue
+        best.setdefault(client, top.achieved)
+        best[client] = max(best[client], top.achieved)
+        print(f"  {label:<24} {top.achieved:>9.0f} chunks/s ({top.achieved / client_cores:.0f} per client core) at "
+              f"concurrency {top.concurrency}, p99 delay {top.delay_p99_ms:.2f} ms  [{top.method}]")
+    if "speedbench" in best and best.get("aiperf"):
+        print(f"  speedbench / aiperf: {best['speedbench'] / best['aiperf']:.2f}x")
+
+
+def profile_ours(args, context: dict) -> int:
+    import cProfile
+    import pstats
+
+    server = CeilingServer(args.events, args.step, args.ttft, args.server_cpu, args.spread)
+    out = context["workdir"] / "profile"
+    try:
+        profiler = cProfile.Profile()
+        profiler.enable()
+        measure_ours(server.url, args.profile_concurrency, 1, args.waves * args.profile_concurrency,
+                     max_events(args), context["dataset"], out)
+        profiler.disable()
+    finally:
+        server.stop()
+    stats = pstats.Stats(profiler)
+    stats.sort_stats("tottime").print_stats(25)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
