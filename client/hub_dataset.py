@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -68,6 +69,12 @@ def _hub_access(online: bool):
         datasets.config.HF_HUB_OFFLINE, constants.HF_HUB_OFFLINE = saved
 
 
+def _endpoint() -> str:
+    from huggingface_hub import constants
+
+    return constants.ENDPOINT
+
+
 def _load(hub_id: HubDatasetId, config: str, online: bool):
     import datasets
 
@@ -79,7 +86,8 @@ def _load(hub_id: HubDatasetId, config: str, online: bool):
             return datasets.load_dataset(hub_id.repo_id, config, split=SPLIT, revision=hub_id.revision)
     except (ConnectionError, FileNotFoundError) as error:
         if online:
-            raise WorkloadError(f"{where}: not found on the Hub ({error})") from None
+            raise WorkloadError(f"{where}: not read from the Hub at {_endpoint()} ({error}; a gated repo "
+                                "takes HF_TOKEN)") from None
         raise WorkloadError(
             f"{where}: no local folder {str(hub_id)!r}, and not in the datasets cache "
             f"({datasets.config.HF_DATASETS_CACHE}) while the run is offline "
@@ -102,7 +110,7 @@ def materialize(hub_id: HubDatasetId, config: str, online: bool = False) -> Path
     target = folder / "data" / config / f"{SPLIT}-00000-of-00001.parquet"
     if not target.is_file():
         target.parent.mkdir(parents=True, exist_ok=True)
-        partial = target.with_suffix(".parquet.partial")
+        partial = target.with_suffix(f".parquet.{os.getpid()}.partial")  # two runs at once never share one
         dataset.to_parquet(str(partial))
         partial.replace(target)  # whole or absent: a killed run never leaves half a file
         note = {"repo_id": hub_id.repo_id, "revision": hub_id.revision, "config": config, "split": SPLIT,
@@ -117,7 +125,13 @@ def _refuse_placeholders(hub_id: HubDatasetId, config: str, folder: Path, parque
 
     from speedbench.client.workload import WorkloadError, placeholder_rows, resolve_command
 
-    rows = pq.ParquetFile(parquet).read(columns=["question_id", "turns"]).to_pylist()
+    handle = pq.ParquetFile(parquet)
+    missing = [name for name in ("question_id", "category", "turns") if name not in handle.schema_arrow.names]
+    if missing:  # not a SPEED-Bench config: say so before reading rows
+        raise WorkloadError(f"--dataset {hub_id} --config {config}: the Hub config lacks field(s) "
+                            f"{', '.join(missing)} (columns: {', '.join(handle.schema_arrow.names)}; "
+                            f"written to {parquet})")
+    rows = handle.read(columns=["question_id", "turns"]).to_pylist()
     marked = placeholder_rows(rows)
     if marked:
         index, turn = marked[0]

@@ -38,20 +38,42 @@ configs:
   data_files:
   - split: test
     path: data/placeholders/test-*.parquet
+- config_name: published
+  data_files:
+  - split: test
+    path: qualitative/test-*.parquet
+- config_name: broken
+  data_files:
+  - split: test
+    path: data/broken/test-*.parquet
 ---
 # A small benchmark in the published layout
 """
 
 
 def _parquet(rows) -> bytes:
-    buffer = io.BytesIO()
-    pq.write_table(rows_to_table(rows), buffer)
-    return buffer.getvalue()
+    return _table_bytes(rows_to_table(rows))
 
 
 def _placeholder(n: int) -> DatasetRow:
     return DatasetRow(category="qa", sub_category="x", turns=[PLACEHOLDER_PREFIX + f" (hle {n})"], source="hle",
                       src_id=str(n))
+
+
+def _published_table():
+    """Rows with exactly the published dataset's fields (no language or license column), under a
+    path of the card's choosing: only load_dataset(repo, config) finds them."""
+    import pyarrow as pa
+
+    return pa.table({"question_id": [f"{n:032x}" for n in (10, 11)], "category": ["qa", "math"],
+                     "sub_category": ["trivia", "algebra"], "turns": [["Who wrote Hamlet?"], ["What is 2 + 2?", "And 3 + 3?"]],
+                     "source": ["s", "t"], "src_id": ["1", "2"], "difficulty": ["", "easy"], "multiturn": [False, True]})
+
+
+def _table_bytes(table) -> bytes:
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer)
+    return buffer.getvalue()
 
 
 TINY = story_rows(3)
@@ -64,7 +86,9 @@ def hub():
         standin.hosted[REPO] = {"sha": COMMIT, "files": {
             "README.md": CARD.encode(),
             "data/tiny/test-00000-of-00001.parquet": _parquet(TINY),
-            "data/placeholders/test-00000-of-00001.parquet": _parquet(WITH_PLACEHOLDERS)}}
+            "data/placeholders/test-00000-of-00001.parquet": _parquet(WITH_PLACEHOLDERS),
+            "qualitative/test-00000-of-00001.parquet": _table_bytes(_published_table()),
+            "data/broken/test-00000-of-00001.parquet": _table_bytes(_published_table().drop_columns(["turns"]))}}
         yield standin
 
 
@@ -194,3 +218,23 @@ def test_a_built_folder_pushed_to_the_hub_is_measured_from_it(tmp_path, hub, dat
         [c.question_id for c in load_conversations(built, "qualitative")]
     assert dataset_fingerprint(folder, "qualitative") == dataset_fingerprint(built, "qualitative")
     assert hub.unhandled == []
+
+
+@pytest.mark.e2e
+def test_the_published_fields_load_and_a_config_without_turns_is_named(tmp_path, hub, datasets_cache):
+    """A config with only the published dataset's fields (no language, no license) is measured like the
+    same table in a folder; one without 'turns' fails naming the field, not with a pyarrow error."""
+    for config in ("published", "broken"):
+        done = _bash(fetch_command(HubDatasetId(REPO), config), _env(hub, datasets_cache))
+        assert done.returncode == 0, done.stderr[-3000:]
+    folder = resolve_dataset(REPO, "published")
+    by_hand = [("0000000000000000000000000000000a", ["Who wrote Hamlet?"]),
+               ("0000000000000000000000000000000b", ["What is 2 + 2?", "And 3 + 3?"])]
+    assert [(c.question_id, c.turns) for c in load_conversations(folder, "published")] == by_hand
+    local = tmp_path / "local"
+    (local / "data" / "published").mkdir(parents=True)
+    pq.write_table(_published_table(), local / "data" / "published" / "test.parquet")
+    assert dataset_fingerprint(folder, "published") == dataset_fingerprint(local, "published")
+    with pytest.raises(WorkloadError, match=r"--dataset someorg/bench --config broken: the Hub config lacks "
+                                            r"field\(s\) turns \(columns: question_id, category, sub_category"):
+        resolve_dataset(REPO, "broken")
