@@ -34,7 +34,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from speedbench.client.load import ClientSettings, ErrorBudgetExceeded, PhaseSpec
+from speedbench.client.load import ClientSettings, ErrorBudgetExceeded, PhaseSpec, record_key
 from speedbench.client.ray_actor import PhaseWorker, boot_id
 from speedbench.client.ray_clock import (
     CLOCK_PROBES,
@@ -55,6 +55,7 @@ RAY_START_DELAY_S = 0.5  # after the start calls went out: time for them to reac
 CONNECT_TIMEOUT_S = 10.0  # TCP reachability of the head before ray.init (which retries for minutes)
 READY_TIMEOUT_S = 300.0  # placement group placed and actors started
 STALL_S = 120.0  # an actor that answers no poll for this long is killed and counted as lost
+REPLACE_TIMEOUT_S = 60.0  # a dead actor's replacement (its node may be gone for good)
 MAX_RERUNS = 3  # rounds of reruns after actor deaths within one phase
 NAMESPACE = "speedbench"
 ACTOR_PREFIX = "speedbench-worker-"
@@ -182,7 +183,7 @@ class RayWorkerPool:
                                   f"placed within {READY_TIMEOUT_S:g} s (available: "
                                   f"{self.ray.available_resources()})") from error
 
-    def _spawn(self, index: int) -> _Actor:
+    def _spawn(self, index: int, timeout_s: float = READY_TIMEOUT_S) -> _Actor:
         """Start actor ``index`` in its bundle, check its version and clocks."""
         import speedbench
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
@@ -193,8 +194,9 @@ class RayWorkerPool:
             scheduling_strategy=PlacementGroupSchedulingStrategy(self.group, placement_group_bundle_index=index),
         ).remote(self._tokenizer)
         try:
-            info = self.ray.get(handle.describe.remote(), timeout=READY_TIMEOUT_S)
+            info = self.ray.get(handle.describe.remote(), timeout=timeout_s)
         except Exception as error:
+            self.ray.kill(handle)
             raise RayClusterError(f"Ray worker {index} on the cluster at {self.address} did not start: "
                                   f"{type(error).__name__}: {error}") from error
         where = f"Ray worker {index} on {info['hostname']} ({info['node_ip']})"
@@ -229,11 +231,18 @@ class RayWorkerPool:
         path.write_text(json.dumps(manifest, indent=2) + "\n")
 
     def _replace_dead(self) -> None:
+        """A new actor in each dead one's bundle; one that does not start leaves the others to go on."""
         for position, actor in enumerate(self.actors):
-            if not actor.alive:
-                self.actors[position] = self._spawn(actor.index)
-                self.log(f"warning: Ray worker {actor.index} replaced, now on {self.actors[position].info['hostname']}")
-                self._write_clock_report()
+            if actor.alive:
+                continue
+            try:
+                self.actors[position] = self._spawn(actor.index, timeout_s=REPLACE_TIMEOUT_S)
+            except RayClusterError as error:
+                self.log(f"warning: Ray worker {actor.index} not replaced ({error}); going on with "
+                         f"{sum(a.alive for a in self.actors)} worker(s)")
+                continue
+            self.log(f"warning: Ray worker {actor.index} replaced, now on {self.actors[position].info['hostname']}")
+            self._write_clock_report()
 
     def run_phase(self, settings: ClientSettings, phase: PhaseSpec, conversations: list[Conversation],
                   progress=None) -> int:
@@ -241,6 +250,9 @@ class RayWorkerPool:
         self._replace_dead()
         sink = _Sink(settings.records_path, phase.done)
         live = [a for a in self.actors if a.alive]
+        if not live:
+            raise RayClusterError(f"no Ray worker left on the cluster at {self.address} for {phase.run_point}; "
+                                  f"finished records are in {settings.records_path}, rerun the same command to resume")
         shares = {live[w].index: (p, mine) for w, p, mine in partition_phase(phase, conversations, len(live))}
         result = self._run_round(settings, shares, sink, progress)
         reran = 0
@@ -272,8 +284,8 @@ class RayWorkerPool:
         slots = 0
         for index, (share, mine, why) in lost.items():
             offsets = share.arrival_offsets_ns or [0] * len(mine)
-            missing = [(offset, c) for offset, c in zip(offsets, mine) if any(
-                _key(phase, c, t) not in done for t in range(len(c.turns)))]
+            missing = [(offset, c) for offset, c in zip(offsets, mine) if any(record_key(
+                phase.run_point, c.question_id, t, phase.warmup) not in done for t in range(len(c.turns)))]
             self.log(f"warning: Ray worker {index} lost ({why}); rerunning the {len(missing)} conversation(s) it "
                      f"had not finished on the other workers")
             todo += missing
@@ -387,9 +399,3 @@ class RayWorkerPool:
             remove_placement_group(group)
         if self._started:
             self.ray.shutdown()
-
-
-def _key(phase: PhaseSpec, conversation: Conversation, turn_index: int) -> str:
-    from speedbench.client.load import record_key
-
-    return record_key(phase.run_point, conversation.question_id, turn_index, phase.warmup)
