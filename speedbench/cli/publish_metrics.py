@@ -61,6 +61,13 @@ def _replace_requirement(text: str, requirement: str, folder: Path) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
+def hub_endpoint() -> str:
+    """HF_ENDPOINT as it is now (huggingface_hub read it once, at import), else the library's default."""
+    from huggingface_hub import constants
+
+    return os.environ.get("HF_ENDPOINT") or constants.ENDPOINT
+
+
 def publish_metrics(namespace: str, metrics_dir: Path | None = None, names=METRIC_NAMES, token: str | None = None,
                     private: bool = False, requirement: str | None = None, endpoint: str | None = None) -> dict[str, str]:
     """Create (if needed) and commit each Space ``namespace/<name>``; returns {repo_id: commit URL}."""
@@ -72,7 +79,7 @@ def publish_metrics(namespace: str, metrics_dir: Path | None = None, names=METRI
         raise ValueError(f"--namespace {namespace!r}: expected a user or organisation name, without '/'")
     metrics_dir = Path(metrics_dir or default_metrics_dir())
     spaces = [space_files(metrics_dir / name, requirement) for name in names]  # all checked before any push
-    api = HfApi(endpoint=endpoint or os.environ.get("HF_ENDPOINT") or None, token=token)
+    api = HfApi(endpoint=endpoint or hub_endpoint(), token=token)
     urls = {}
     for space in spaces:
         repo_id = f"{namespace}/{space.name}"
@@ -107,6 +114,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    """The HTTP library huggingface_hub sends with raises these when the Hub is unreachable
+    (httpx2 in huggingface_hub 2.x, httpx before): not HfHubHTTPError, since no answer came."""
+    for name in ("httpx2", "httpx"):
+        try:
+            return (__import__(name).TransportError,)
+        except (ImportError, AttributeError):
+            continue
+    return ()
+
+
 def run(args: argparse.Namespace) -> int:
     from huggingface_hub.errors import HfHubHTTPError
 
@@ -118,6 +136,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     except HfHubHTTPError as error:  # the Hub refused (rights, token, name): its message, no traceback
         print(f"speedbench publish-metrics: the Hub refused: {error}", file=sys.stderr)
+        return 1
+    except _transport_errors() as error:
+        print(f"speedbench publish-metrics: the Hub at {hub_endpoint()} did not answer: {type(error).__name__}: {error}",
+              file=sys.stderr)
         return 1
     for repo_id, url in urls.items():
         print(f"{repo_id}: {url}")

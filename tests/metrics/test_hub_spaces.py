@@ -102,6 +102,18 @@ def test_publish_refusals(tmp_path, online_hub, capsys):
     assert online_hub.spaces == {}
 
 
+def test_publish_to_a_hub_that_does_not_answer(monkeypatch, capsys):
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    with hub_standin.HubStandIn() as gone:
+        url = gone.url
+    monkeypatch.setenv("HF_ENDPOINT", url)  # the stand-in has stopped: nothing listens there now
+    assert main(["publish-metrics", "--namespace", ORG, "--token", "t"]) == 1
+    err = capsys.readouterr().err
+    assert f"the Hub at {url} did not answer: ConnectError" in err and "Traceback" not in err
+
+
 def test_publish_refuses_in_offline_mode():
     from huggingface_hub import constants
 
