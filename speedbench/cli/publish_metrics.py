@@ -41,15 +41,28 @@ def space_files(folder: Path, requirement: str | None = None) -> SpaceFiles:
     missing = [f for f in wanted if not (folder / f).is_file()]
     if missing:
         raise ValueError(f"{folder}: not a metric Space folder (missing {', '.join(missing)})")
-    card = (folder / "README.md").read_text(encoding="utf-8")
-    header = card[4:card.find("\n---", 4)] if card.startswith("---\n") else ""
-    for setting in ("sdk: gradio", "app_file: app.py", "sdk_version:"):
-        if setting not in header:
+    header = _space_header(folder / "README.md")
+    for key, wanted_value in (("sdk", "gradio"), ("app_file", "app.py"), ("sdk_version", None)):
+        value = header.get(key)
+        if value is None or (wanted_value is not None and value != wanted_value):
+            setting = f"{key}: {wanted_value or '<version>'}"
             raise ValueError(f"{folder / 'README.md'}: the YAML header lacks '{setting}' (the Space would not start)")
     files = {f: (folder / f).read_bytes() for f in wanted}
     if requirement:
         files["requirements.txt"] = _replace_requirement(files["requirements.txt"].decode(), requirement, folder)
     return SpaceFiles(name, files)
+
+
+def _space_header(card: Path) -> dict:
+    """The card's YAML front matter (the Space settings), parsed by huggingface_hub as the Hub does."""
+    import yaml
+    from huggingface_hub import metadata_load
+
+    try:
+        header = metadata_load(card)
+    except yaml.YAMLError as error:
+        raise ValueError(f"{card}: the YAML header does not parse ({error})") from None
+    return header if isinstance(header, dict) else {}
 
 
 def _replace_requirement(text: str, requirement: str, folder: Path) -> bytes:

@@ -89,6 +89,17 @@ def test_publish_refusals(tmp_path, online_hub, capsys):
     (broken / "README.md").write_text("---\ntitle: x\n---\n# card\n")
     with pytest.raises(ValueError, match=r"README.md: the YAML header lacks 'sdk: gradio'"):
         space_files(broken)
+    # the settings must be the header's, not words in the card's body or in a comment
+    (broken / "README.md").write_text("---\nsdk: gradio\n# app_file: app.py\nsdk_version: 6.31.0\n---\n"
+                                      "app_file: app.py\n")
+    with pytest.raises(ValueError, match=r"README.md: the YAML header lacks 'app_file: app.py'"):
+        space_files(broken)
+    (broken / "README.md").write_text("---\nsdk: gradio\napp_file: app.py\n---\nsdk_version: 6.31.0\n")
+    with pytest.raises(ValueError, match=r"lacks 'sdk_version: <version>'"):
+        space_files(broken)
+    (broken / "README.md").write_text("---\nsdk: [gradio\n---\n")
+    with pytest.raises(ValueError, match=r"README.md: the YAML header does not parse"):
+        space_files(broken)
     (broken / "app.py").unlink()
     with pytest.raises(ValueError, match=r"not a metric Space folder \(missing app.py\)"):
         space_files(broken)
