@@ -31,15 +31,27 @@ def _module(script: str, config: str):
     return evaluate.load(script, config)
 
 
+# A public page computes whatever anyone sends: bound the work one press can ask for (a Space is
+# one small machine shared by every visitor). Larger inputs belong in evaluate.load on one's own machine.
+MAX_ARGUMENT_CHARS = 2_000_000
+MAX_RESAMPLES = 10_000
+
+
 def compute_json(script: str | Path, config: str, arguments: str) -> dict[str, Any]:
     """``compute(**arguments)`` of the module at ``script`` with ``config``; a mistake in the input is
     returned as ``{"error": ...}`` for the page to show, never raised into the server."""
+    if len(arguments) > MAX_ARGUMENT_CHARS:
+        return {"error": f"arguments: {len(arguments)} characters, more than this page takes ({MAX_ARGUMENT_CHARS}); "
+                         "run evaluate.load(...) locally for large inputs"}
     try:
         kwargs = json.loads(arguments)
-    except json.JSONDecodeError as error:
+    except (json.JSONDecodeError, RecursionError) as error:
         return {"error": f"arguments: not JSON ({error})"}
     if not isinstance(kwargs, dict):
         return {"error": "arguments: expected a JSON object of keyword arguments, e.g. {\"step_sizes\": [[1, 3, 2]]}"}
+    resamples = kwargs.get("num_resamples")
+    if isinstance(resamples, int) and resamples > MAX_RESAMPLES:
+        return {"error": f"num_resamples: {resamples} is more than this page computes ({MAX_RESAMPLES})"}
     try:
         return _module(str(script), config).compute(**kwargs)
     except (ValueError, TypeError, KeyError) as error:

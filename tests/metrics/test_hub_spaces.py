@@ -214,6 +214,10 @@ def test_space_page_values_and_errors():
     assert compute_json(script, "counts", json.dumps(app.EXAMPLES["counts"]))["acceptance_length"] == pytest.approx(1 + 13 / 6)
     assert compute_json(script, "default", "{not json")["error"].startswith("arguments: not JSON")
     assert "expected a JSON object" in compute_json(script, "default", "[1, 2]")["error"]
+    assert compute_json(script, "default", '{"step_sizes": [[1, 2, 1]], "num_resamples": 10001}') == {
+        "error": "num_resamples: 10001 is more than this page computes (10000)"}
+    assert "more than this page takes (2000000)" in compute_json(script, "default", " " * 2_000_001)["error"]
+    assert compute_json(script, "default", "[" * 100_000 + "]" * 100_000)["error"].startswith("arguments: not JSON")
     assert "expected integers, got 2.5" in compute_json(script, "default", '{"step_sizes": [[1, 2.5, 1]], "draft_length": 3}')["error"]
 
 
