@@ -35,6 +35,9 @@ from speedbench.client.workers import run_event_loop
 from speedbench.client.workload import Conversation
 
 POLL_WAIT_S = 0.5  # a poll returns after this long without a new record (the driver polls again)
+# After the first new record, a poll waits this much longer for more: at most ~20 replies a second
+# per actor, so the driver's calls do not take the actor's GIL from its event loop at every record.
+POLL_COALESCE_S = 0.05
 POLL_MAX_BYTES = 8 << 20  # per poll reply; the rest comes with the next one
 MONOTONIC_FIELDS = ("scheduled_ns", "send_ns", "end_ns")  # TurnRecord times on the worker's monotonic clock
 
@@ -147,12 +150,15 @@ class PhaseWorker:
     def _size(self) -> int:
         return self._records.stat().st_size
 
-    def poll(self, offset: int, errors_elsewhere: int, wait_s: float = POLL_WAIT_S) -> dict:
-        """The complete record lines after byte ``offset`` (waiting up to ``wait_s`` for one);
-        ``status`` is ``running`` until the phase ended and every line was handed over."""
+    def poll(self, offset: int, errors_elsewhere: int, wait_s: float = POLL_WAIT_S,
+             coalesce_s: float = POLL_COALESCE_S) -> dict:
+        """The complete record lines after byte ``offset`` (waiting up to ``wait_s`` for one, then
+        ``coalesce_s`` for more); ``status`` is ``running`` until the phase ended and every line
+        was handed over."""
         self._errors.elsewhere = errors_elsewhere
         with self._changed:
-            self._changed.wait_for(lambda: self._status is not None or self._size() > offset, timeout=wait_s)
+            if self._changed.wait_for(lambda: self._status is not None or self._size() > offset, timeout=wait_s):
+                self._changed.wait_for(lambda: self._status is not None, timeout=coalesce_s)
             status = self._status  # read before the file: once set, the file is complete
         with open(self._records, "rb") as handle:
             handle.seek(offset)
