@@ -99,7 +99,9 @@ def _languages(run, dataset: Path | None, notes: list[str]) -> dict[str, str]:
     folder = dataset or Path(str(run.manifest.get("dataset_dir") or ""))
     try:
         files = config_parquet_files(folder, run.dataset_config)
-    except FileNotFoundError:
+    except FileNotFoundError as error:
+        if dataset is not None:  # asked for by name: a wrong --dataset is an error, not a quiet 'unknown'
+            raise VocabInputError(f"--dataset {dataset}: {error}") from None
         notes.append(f"{run.path}: dataset {str(folder)!r} ({run.dataset_config}) not found: languages shown "
                      f"as {UNKNOWN_LANGUAGE!r} (pass --dataset)")
         return {}

@@ -198,6 +198,8 @@ def test_a_dataset_without_a_language_column(tmp_path, dataset, sd_run, capsys):
     assert doc["by_language"] == pytest.approx({"unknown": _expected(records, lambda r: "all")["all"]})
     assert doc["by_category"] == pytest.approx(_expected(records, lambda r: r["category"]))
     assert any(f"{parquet}: no 'language'" in n for n in doc["notes"])
+    code, _, err = _run_cli([run, "--top-k", "2", "--dataset", tmp_path / "nowhere"], capsys)
+    assert code == 1 and f"--dataset {tmp_path / 'nowhere'}: " in err and "no parquet files for config 'qualitative'" in err
     parquet.write_bytes(b"PAR1 not really")
     code, _, err = _run_cli([run, "--top-k", "2", "--dataset", prepared], capsys)
     assert code == 1 and f"{parquet}: not a readable parquet file" in err
