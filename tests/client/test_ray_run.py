@@ -106,6 +106,13 @@ def test_ray_workers_write_the_records_of_the_process_workers(cluster, tmp_path,
     assert [p["num_requests"] for p in results["points"]] == [12, 12]
 
 
+def _wait_until(condition, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.05)
+
+
 def _wait_for_lines(path: Path, count: int, process: subprocess.Popen) -> None:
     """Until ``path`` holds ``count`` complete lines (or the driver ended)."""
     deadline = time.monotonic() + 300
@@ -295,3 +302,32 @@ def test_measured_shifts_keep_one_common_start(cluster, tmp_path, models_dir, mo
     assert {r["worker"] for r in records} == {0, 1}
     scheduled = sorted(r["scheduled_ns"] for r in records)
     assert [s - scheduled[0] for s in scheduled] == sorted(poisson_offsets_ns(6, 50.0, seed=5))
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_the_ray_run_and_it_resumes(cluster, tmp_path, models_dir, target_tokenizer):
+    rows = story_rows(4)
+    dataset = write_dataset(tmp_path / "d", rows)
+    out = tmp_path / "r"
+    hang = prompt_key(target_tokenizer.encode_chat([{"role": "user", "content": rows[3].turns[0]}]))
+    options = ("--concurrency", "2", "--max-tokens", "12", "--read-timeout", "600", "--ray", cluster.address,
+               "--workers", "2")
+    with StandinServer("vllm", Simulation(faults={hang: "hang"})) as server:
+        driver = subprocess.Popen(_cli(server, dataset, out, models_dir, *options), stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, env=cluster_env(), start_new_session=True)
+        try:
+            _wait_for_lines(out / "records.jsonl", 3, driver)  # rows 0, 2 (worker 0) and 1; row 3 hangs
+            server.sim.faults.clear()
+            driver.send_signal(signal.SIGINT)
+            _, stderr = driver.communicate(timeout=120)
+        finally:
+            if driver.poll() is None:
+                driver.kill()
+                driver.communicate()
+        assert driver.returncode == 130 and "rerun the same command to resume" in stderr
+        assert len(read_jsonl(out / "records.jsonl")) == 3
+        _wait_until(lambda: not [a for a in ray.util.list_named_actors(all_namespaces=True)
+                                 if a["name"].startswith("speedbench-worker-")])  # its actors are gone
+        assert run_cli("vllm", server.url, dataset, out, models_dir, *options) == 0
+    records = _by_key(out / "records.jsonl")
+    assert len(records) == 4 and all(r["error"] is None for r in records.values())
