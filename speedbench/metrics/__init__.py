@@ -59,6 +59,9 @@ Modules
     ``vocab_from_t2d``, ``vocab_from_ids``, ``top_k_vocab(counts, k)`` (ties to the smaller id),
     ``token_counts``, ``in_vocab``, ``group_coverage(labels, lengths, inside)`` -> ``GroupCoverage``
     (token-weighted share per group), ``pearson``, ``spearman``; ``VocabInputError``.
+``space_widget``  the page of a metric's Hub Space (``metrics/<name>/app.py``): ``build_widget(script,
+    examples)`` (gradio, imported only when called), ``compute_json(script, config, arguments)``
+    (bounded input, errors as ``{"error": ...}``), ``metric_card``.
 ``phases``      thinking vs answer: ``PhaseMarkers(boundary_ids, open_ids, prompt_state)``,
     ``answer_start(ids, markers)`` (first answer token, rule), ``split_record`` (a step belongs to the
     phase of its first token), ``phase_results(records, markers, draft_length)`` -> ``PhaseResults``
