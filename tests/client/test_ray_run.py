@@ -331,3 +331,17 @@ def test_ctrl_c_stops_the_ray_run_and_it_resumes(cluster, tmp_path, models_dir, 
         assert run_cli("vllm", server.url, dataset, out, models_dir, *options) == 0
     records = _by_key(out / "records.jsonl")
     assert len(records) == 4 and all(r["error"] is None for r in records.values())
+
+
+@pytest.mark.slow
+def test_a_node_with_another_speedbench_version_is_refused(cluster, tmp_path, models_dir, monkeypatch, capsys):
+    import speedbench
+
+    actual = speedbench.__version__
+    monkeypatch.setattr(speedbench, "__version__", actual + ".driver")
+    dataset = write_dataset(tmp_path / "d", story_rows(2))
+    with StandinServer("vllm") as server:
+        assert run_cli("vllm", server.url, dataset, tmp_path / "r", models_dir, "--concurrency", "1",
+                       "--ray", cluster.address, "--workers", "1") == 2
+        assert server.received == []
+    assert f"has speed-bench {actual}, the driver {actual}.driver; install the same version" in capsys.readouterr().err
