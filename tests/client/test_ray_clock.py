@@ -123,3 +123,35 @@ def test_ray_is_optional_and_its_absence_is_a_clear_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(RayClusterError, match=r"--ray needs Ray: pip install 'speed-bench\[ray\]'"):
         connect("auto")
+
+
+def test_a_lost_open_loop_share_is_rerun_from_its_missing_conversations(tmp_path):
+    from speedbench.client.load import ClientSettings
+    from speedbench.client.ray_workers import RayWorkerPool, _Actor
+    from speedbench.records import TurnRecord
+
+    conversations = _conversations(6)
+    path = tmp_path / "records.jsonl"
+    done = TurnRecord(record_key="r2/q1/0", run_point="r2", load_shape="open", requested_concurrency=None,
+                      request_rate=2.0, question_id="q1", category="qa", sub_category="s", turn_index=0, num_turns=1,
+                      warmup=False, worker=1, prompt_tokens=2, prompt_sha256="x", scheduled_ns=0, send_ns=0,
+                      end_ns=1, started_unix_s=0.0, output_text="answer")
+    path.write_text(json.dumps(done.to_dict()) + "\n")
+    phase = PhaseSpec("r2", "open", None, 2.0, False, 0, arrival_offsets_ns=[0, 10, 20, 30, 40, 50])
+    (_, lost_share, lost_mine), = [p for p in partition_phase(phase, conversations, 2) if p[0] == 1]
+    assert [c.question_id for c in lost_mine] == ["q1", "q3", "q5"] and lost_share.arrival_offsets_ns == [10, 30, 50]
+    pool = RayWorkerPool.__new__(RayWorkerPool)  # no cluster: only the bookkeeping
+    estimate = estimate_clock([_probe(0, 0, 0, 1, 1)])
+    pool.actors = [_Actor(0, None, {}, estimate, {}), _Actor(1, None, {}, estimate, {}, alive=False)]
+    logged = []
+    pool.log = logged.append
+    settings = ClientSettings("vllm", "http://127.0.0.1:1", None, {}, {}, "tok", "chat", str(path))
+    again = pool._rerun_shares(settings, phase, {1: (lost_share, lost_mine, "ActorDiedError on h")})
+    (rerun, mine), = again.values()
+    assert list(again) == [0] and [c.question_id for c in mine] == ["q3", "q5"]
+    assert rerun.arrival_offsets_ns == [0, 20] and rerun.done["r2/q1/0"] == "answer"
+    assert logged == ["warning: Ray worker 1 lost (ActorDiedError on h); rerunning the 2 conversation(s) it had "
+                      "not finished on the other workers"]
+    pool.actors[0].alive = False
+    with pytest.raises(Exception, match="every Ray worker was lost at r2"):
+        pool._rerun_shares(settings, phase, {1: (lost_share, lost_mine, "gone")})
