@@ -134,7 +134,7 @@ def _record_ids(record, where: str, target_vocab_size: int | None) -> np.ndarray
         ids = np.asarray(values) if values else np.zeros(0, np.int64)
     except (ValueError, OverflowError):
         ids = None
-    if ids is None or ids.ndim != 1 or ids.dtype.kind not in "iu":
+    if ids is None or ids.ndim != 1 or ids.dtype.kind != "i":  # uint64: a value at or above 2^63
         bad = next((i for i, v in enumerate(values) if type(v) is not int or not -2**63 <= v < 2**63), 0)
         raise VocabInputError(f"{prefix}: item {bad} is {values[bad]!r:.40}, not an integer token id")
     ids = ids.astype(np.int64, copy=False)
@@ -147,10 +147,11 @@ def _record_ids(record, where: str, target_vocab_size: int | None) -> np.ndarray
     return ids
 
 
-def collect(runs, dataset: Path | None, target_vocab_size: int | None) -> Outputs:
+def collect(runs, dataset: Path | None, target_vocab_size: int | None, languages: bool = True) -> Outputs:
+    """The counted requests of ``runs``; ``languages=False`` (a --top-k corpus, counted only) skips the dataset."""
     out = Outputs()
     for run in runs:
-        languages = _languages(run, dataset, out.notes)
+        by_question = _languages(run, dataset, out.notes) if languages else {}
         for record in run.measured_records():
             if not record.ok or record.output_token_ids is None:
                 reason = "failed" if not record.ok else "no_token_ids"
@@ -162,7 +163,7 @@ def collect(runs, dataset: Path | None, target_vocab_size: int | None) -> Output
             out.runs.append(str(run.path))
             out.categories.append(record.category)
             out.subcategories.append(f"{record.category}/{record.sub_category}")
-            out.languages.append(str(languages.get(record.question_id) or UNKNOWN_LANGUAGE))
+            out.languages.append(str(by_question.get(record.question_id) or UNKNOWN_LANGUAGE))
             out.lengths.append(int(ids.size))
             out.chunks.append(ids)
     return out
@@ -202,7 +203,7 @@ def coverage_tables(outputs: Outputs, vocab: np.ndarray, mask: np.ndarray | None
     return tables
 
 
-def corpus_counts(spec: str | None, runs, outputs: Outputs, dataset, target_vocab_size) -> tuple[np.ndarray, str]:
+def corpus_counts(spec: str | None, runs, outputs: Outputs, target_vocab_size) -> tuple[np.ndarray, str]:
     from speedbench.metrics.vocab_coverage import token_counts
     from speedbench.report.runs import load_run
     from speedbench.tokenization.draft_vocab import read_token_counts
@@ -213,7 +214,7 @@ def corpus_counts(spec: str | None, runs, outputs: Outputs, dataset, target_voca
     if path.is_dir():
         corpus = load_run(path)
         check_same_tokenizer([*runs, corpus])
-        return token_counts(collect([corpus], dataset, target_vocab_size).flat), f"run {path}"
+        return token_counts(collect([corpus], None, target_vocab_size, languages=False).flat), f"run {path}"
     return read_token_counts(path), f"token counts {path}"
 
 
@@ -275,7 +276,7 @@ def build(args: argparse.Namespace) -> dict:
         doc.update(coverage_tables(outputs, draft.ids))
         vocabs["draft"] = draft.ids
     if args.top_k:
-        counts, described = corpus_counts(args.top_k_corpus, runs, outputs, args.dataset, size)
+        counts, described = corpus_counts(args.top_k_corpus, runs, outputs, size)
         doc["top_k"] = {"corpus": described, "tables": {}}
         for k in args.top_k:
             vocab = top_k_vocab(counts, k)

@@ -109,7 +109,7 @@ def test_coverage_tables_by_hand(tmp_path, sd_run, capsys):
     assert "re-encoded ids" in text and "overall" in text and "multilingual" in text
 
 
-def test_top_k_simulation_by_hand(tmp_path, sd_run, capsys):
+def test_top_k_simulation_by_hand(tmp_path, dataset, sd_run, capsys):
     run, records = sd_run
     counts = {}
     for r in records:
@@ -135,6 +135,18 @@ def test_top_k_simulation_by_hand(tmp_path, sd_run, capsys):
     assert doc["top_k"]["tables"]["1"]["by_language"] == pytest.approx(
         _expected(records, lambda r: r["language"], {50}))
     assert doc["top_k"]["corpus"] == f"token counts {count_file}"
+
+    # a corpus run is counted, not labelled: its dataset is not read (here: gone), and --dataset is the runs'
+    corpus = make_run(tmp_path / "corpus", dataset, "qualitative", SimulatedEngine(), seed=5)
+    _plant(corpus, dataset)
+    manifest = json.loads((corpus / "manifest.json").read_text())
+    (corpus / "manifest.json").write_text(json.dumps({**manifest, "dataset_config": "throughput_1k",
+                                                        "dataset_dir": str(tmp_path / "gone")}))
+    args = [run, "--top-k", "1", "--top-k-corpus", corpus, "--dataset", dataset, "--json", out]
+    assert _run_cli(args, capsys)[0] == 0
+    doc = json.loads(out.read_text())
+    assert doc["top_k"]["corpus"] == f"run {corpus}" and not any("gone" in n for n in doc["notes"])
+    assert doc["top_k"]["tables"]["1"]["overall"] == pytest.approx(_expected(records, lambda r: "all", {ranked[0]})["all"])
 
 
 def test_correlation_with_al_per_category(tmp_path, sd_run, capsys):
@@ -210,6 +222,7 @@ def test_a_dataset_without_a_language_column(tmp_path, dataset, sd_run, capsys):
     ([1, "2"], "item 1 is '2', not an integer token id"),
     ([[1, 2], [3]], "item 0 is [1, 2], not an integer token id"),  # per-chunk lists: not the record format
     ([1, 2**70], f"item 1 is {2**70}, not an integer token id"),
+    ([1, 2**63 + 5], f"item 1 is {2**63 + 5}, not an integer token id"),  # numpy makes this list uint64
     ({"0": 1}, "output_token_ids is dict, not a list of token ids"),
     ([1, -1], "holds id -1 (item 1), outside the target vocabulary"),
     ([3, 2**24], f"holds id {2**24} (item 1), outside the target vocabulary (not below {2**24})"),
