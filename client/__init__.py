@@ -10,6 +10,8 @@ Where things live:
 - ``load.py``: closed loop (fixed concurrency) and open loop (Poisson) inside one event loop;
   multi-turn conversations; the error budget.
 - ``workers.py``: ``--workers N`` processes with a common start on the shared clock.
+- ``ray_workers.py`` / ``ray_actor.py`` / ``ray_clock.py``: ``--ray``: the same workers as Ray
+  actors on a cluster's nodes, records streamed back to the driver, clock offsets measured.
 - ``recording.py``: ``records.jsonl`` appended per request-turn; resume.
 - ``counters.py``: Prometheus scrape, parse, deltas.
 - ``runner.py``: the whole run: manifest, sweep, counters, resume, results.
