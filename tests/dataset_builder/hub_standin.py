@@ -21,6 +21,7 @@ import base64
 import json
 import threading
 
+import pytest
 from aiohttp import web
 
 
@@ -232,3 +233,15 @@ class HubStandIn:
         asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(timeout=10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
+
+
+@pytest.fixture
+def online_hub(monkeypatch):
+    """A running stand-in as the Hub (HF_ENDPOINT) with huggingface_hub online for the test; a test
+    module takes it with ``online_hub = hub_standin.online_hub``."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    with HubStandIn() as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        yield hub

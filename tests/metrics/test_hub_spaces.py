@@ -27,14 +27,7 @@ sys.modules.setdefault("hub_standin", hub_standin)
 _spec.loader.exec_module(hub_standin)
 
 
-@pytest.fixture
-def online_hub(monkeypatch):
-    from huggingface_hub import constants
-
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-    with hub_standin.HubStandIn() as hub:
-        monkeypatch.setenv("HF_ENDPOINT", hub.url)
-        yield hub
+online_hub = hub_standin.online_hub  # the fixture, shared with the other Hub tests
 
 
 def _header(name: str) -> dict:
