@@ -46,12 +46,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--top-k-corpus", default=None, metavar="RUN|COUNTS_FILE",
                         help="corpus ranking the tokens for --top-k: a run folder, a JSON {id: count} or an "
                              "'id count' text file (none: the given runs themselves)")
-    parser.add_argument("--target-vocab-size", type=int, default=None,
+    parser.add_argument("--target-vocab-size", type=_positive_int, default=None,
                         help="target vocabulary size: ids at or above it are errors (none: t2d's length, if given)")
     parser.add_argument("--dataset", type=Path, default=None,
                         help="dataset folder for the language of each prompt (none: the folder in each run's manifest)")
     parser.add_argument("--json", type=Path, default=None, metavar="OUT", help="write the tables as JSON")
     parser.set_defaults(func=run)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return value
 
 
 def _k_list(text: str) -> list[int]:

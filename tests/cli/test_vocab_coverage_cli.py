@@ -250,6 +250,10 @@ def test_bad_inputs_fail_with_the_file_or_record_named(tmp_path, sd_run, capsys)
     with pytest.raises(SystemExit):
         _run_cli([run, "--top-k", "16000,x"], capsys)
     assert "not a comma-separated list" in capsys.readouterr().err
+    for size in ("0", "-5", "x"):
+        with pytest.raises(SystemExit):
+            _run_cli([run, "--top-k", "2", "--target-vocab-size", size], capsys)
+        assert f"{size!r} is not a positive integer" in capsys.readouterr().err
 
     # runs of two target tokenizers: their ids are not one vocabulary
     other = make_run(tmp_path / "other", Path(json.loads((run / "manifest.json").read_text())["dataset_dir"]),
