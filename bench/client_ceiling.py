@@ -6,8 +6,9 @@ on CLOCK_MONOTONIC) runs pinned to one core; the client under test runs pinned t
 stream sends ``--events`` one-token events ``--step`` seconds apart, so the offered event rate is
 concurrency / step; the concurrency is raised along a ladder until the client's added delay per
 chunk (its receive stamp minus the server's send stamp, both CLOCK_MONOTONIC) passes 1 ms at p99,
-or the client stops keeping up (achieved rate under 90 % of offered), or a request fails.
-The last point that passed is the client's sustained ceiling.
+or a request fails. The best point that passed is the client's sustained ceiling: the chunks/s the
+server sent while the closed loop was full (``steady_rate``), beside what a client with no
+turnover time would get (``ideal_rate``): their ratio shows a client slow to send its next request.
 
 Clients, each against a fresh server with the same settings:
 
@@ -28,6 +29,7 @@ Clients, each against a fresh server with the same settings:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -47,7 +49,6 @@ from client_overhead import MODELS, aiperf_tokenizer, find_aiperf, tool_venv  # 
 
 REPO = Path(__file__).resolve().parent.parent
 DELAY_LIMIT_MS = 1.0
-KEEP_UP = 0.9  # achieved/offered below this: the client is the bottleneck of its own closed loop
 
 
 @dataclass
@@ -55,12 +56,12 @@ class Point:
     client: str
     workers: int
     concurrency: int
-    offered: float  # events/s the server was asked for (concurrency / step)
-    achieved: float = 0.0  # events/s the server really sent (central 80 % of its send stamps)
+    offered: float  # events/s a client with no turnover time would get (``ideal_rate``)
+    achieved: float = 0.0  # events/s the server sent while the loop was full (``steady_rate``)
     received: int = 0
     delay_p50_ms: float | None = None
     delay_p99_ms: float | None = None
-    cpu_s: float | None = None  # client CPU over the whole invocation (setup included)
+    cpu_s: float | None = None  # client CPU: ours in the measured phase; the tools' whole invocation
     server_late_p99_ms: float | None = None
     errors: int = 0
     method: str = "per-chunk"
@@ -68,8 +69,7 @@ class Point:
 
     @property
     def passed(self) -> bool:
-        return (self.errors == 0 and self.delay_p99_ms is not None and self.delay_p99_ms <= DELAY_LIMIT_MS
-                and self.achieved >= KEEP_UP * self.offered)
+        return self.errors == 0 and self.delay_p99_ms is not None and self.delay_p99_ms <= DELAY_LIMIT_MS
 
 
 class CeilingServer:
@@ -93,13 +93,28 @@ class CeilingServer:
         self.process.wait()
 
 
-def sent_rate(log: dict) -> float:
-    """Events/s over the central 80 % of the server's send stamps (ramp-up and tail left out)."""
-    sends = np.sort(np.concatenate([np.asarray(s, dtype=np.int64) for s in log["send_ns"] if s] or [[0]]))
+def steady_rate(log: dict, rids: set[str] | None, ttft_s: float, step_s: float) -> float:
+    """Events/s the server sent while the closed loop was full: from the moment every first request was
+    streaming (first arrival + TTFT + one step) to the arrival of the last request (after it, slots
+    empty one by one). ``rids``: the requests of one level (None: all in the log)."""
+    arrivals, sends = [], []
+    for rid, arrival, stamps in zip(log["rid"], log["arrival_ns"], log["send_ns"]):
+        if rids is None or rid in rids:
+            arrivals.append(arrival)
+            sends.extend(stamps)
     if len(sends) < 10:
         return 0.0
-    low, high = int(0.1 * len(sends)), int(0.9 * len(sends))
-    return (high - low) / ((sends[high] - sends[low]) / 1e9)
+    start, end = min(arrivals) + int((ttft_s + step_s) * 1e9), max(arrivals)
+    if end - start < 0.2e9:  # too short a full stretch (one wave): the whole run instead
+        start, end = min(sends), max(sends)
+    sends = np.asarray(sends, dtype=np.int64)
+    return int(np.count_nonzero((sends >= start) & (sends < end))) / ((end - start) / 1e9)
+
+
+def ideal_rate(concurrency: int, args) -> float:
+    """What a client with no turnover time would receive: each slot streams E[n] events per
+    TTFT + mean phase (half a step) + (E[n] - 1) steps (``ceiling_server.events_for``: mean n = --events)."""
+    return concurrency * args.events / (args.ttft + args.step / 2 + (args.events - 1) * args.step)
 
 
 def _percentiles(point: Point, delays_ns: list[int] | np.ndarray) -> None:
@@ -124,11 +139,35 @@ def measure_ours(url: str, concurrency: int, workers: int, requests: int, max_to
                          out=str(out), limit=requests, concurrency=[concurrency], workers=workers,
                          sampling=SamplingOptions(max_tokens=max_tokens, ignore_eos=True),
                          num_resamples=0, progress=False, max_errors=0, draft_length=0)
-    cpu = _cpu_now()
-    results = execute_run(options, log=lambda *a: None)
-    point = Point("speedbench", workers, concurrency, 0.0, cpu_s=_cpu_now() - cpu,
+    with phase_cpu() as cpu:
+        results = execute_run(options, log=lambda *a: None)
+    point = Point("speedbench", workers, concurrency, 0.0, cpu_s=cpu[0],
                   errors=results["points"][0]["num_errors"])
     return point, {"records": out / "records.jsonl"}
+
+
+@contextlib.contextmanager
+def phase_cpu():
+    """CPU seconds (this process and its reaped children: the workers) spent inside the run's measured
+    phases only, ``runner.run_phase_in_workers``: start-up, the manifest, the counter scrapes and the
+    results are left out. Yields a one-item list filled on exit."""
+    from speedbench.client import runner
+
+    spent = [0.0]
+    original = runner.run_phase_in_workers
+
+    def measured(*args, **kwargs):
+        start = _cpu_now()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            spent[0] += _cpu_now() - start
+
+    runner.run_phase_in_workers = measured
+    try:
+        yield spent
+    finally:
+        runner.run_phase_in_workers = original
 
 
 def join_ours(point: Point, log: dict, records_path: Path) -> None:
@@ -143,15 +182,6 @@ def join_ours(point: Point, log: dict, records_path: Path) -> None:
             continue
         delays.extend(np.subtract(record.chunk_ns, stamps).tolist())
     _percentiles(point, delays)
-
-
-def stamps_rate(stamps: np.ndarray) -> float:
-    """Events/s over the central 80 % of the send stamps (ramp-up and tail left out)."""
-    stamps = np.sort(np.asarray(stamps, dtype=np.int64))
-    if len(stamps) < 10:
-        return 0.0
-    low, high = int(0.1 * len(stamps)), int(0.9 * len(stamps))
-    return (high - low) / ((stamps[high] - stamps[low]) / 1e9)
 
 
 def _tool_env() -> dict:
@@ -183,23 +213,23 @@ def sweep_aiperf(aiperf: str, levels: list[int], args, workdir: Path) -> list[Po
         server.stop()
     points = []
     for concurrency in levels:
-        point = Point("aiperf", 1, concurrency, concurrency / args.step, server_late_p99_ms=log["late_ns_p99"] / 1e6,
+        point = Point("aiperf", 1, concurrency, ideal_rate(concurrency, args), server_late_p99_ms=log["late_ns_p99"] / 1e6,
                       note=f"one run for all levels: {cpu:.1f} CPU-s")
         found = sorted(artifacts.glob(f"concurrency_{concurrency}/**/profile_export_raw.jsonl"))
         raw = found[0] if found else artifacts / "profile_export_raw.jsonl"  # a single level: no sweep folder
         if completed.returncode != 0:
             point.errors, point.note = 1, f"aiperf exited {completed.returncode}: {completed.stderr[-300:]}"
         else:
-            join_aiperf(point, raw, log)
+            join_aiperf(point, raw, log, args.ttft, args.step)
         points.append(point)
     return points
 
 
-def join_aiperf(point: Point, raw_path: Path, log: dict) -> None:
+def join_aiperf(point: Point, raw_path: Path, log: dict, ttft_s: float, step_s: float) -> None:
     """Receive ``perf_ns`` (perf_counter: CLOCK_MONOTONIC) minus the ``t_send_ns`` in the event; a
     request counts as failed unless every event the server sent it was received."""
     sent_counts = dict(zip(log["rid"], (len(s) for s in log["send_ns"])))
-    delays, sends, failed = [], [], 0
+    delays, rids, failed = [], set(), 0
     if not raw_path.exists():
         point.errors, point.note = 1, f"no {raw_path}"
         return
@@ -215,11 +245,11 @@ def join_aiperf(point: Point, raw_path: Path, log: dict) -> None:
                     event = json.loads(value)
                     rid = event["id"]
                     delays.append(response["perf_ns"] - event["t_send_ns"])
-                    sends.append(event["t_send_ns"])
                     got += 1
+            rids.add(rid)
             failed += rid is None or got != sent_counts.get(rid)
     point.errors = failed
-    point.achieved = stamps_rate(np.asarray(sends))
+    point.achieved = steady_rate(log, rids, ttft_s, step_s)
     _percentiles(point, delays)
 
 
@@ -249,29 +279,30 @@ def sweep_guidellm(guidellm: str, levels: list[int], args, workdir: Path) -> lis
     out = folder / "benchmarks.json"
     if completed.returncode != 0 or not out.exists():
         tail = (completed.stderr or completed.stdout)[-300:]
-        return [Point("guidellm", 1, c, c / args.step, errors=1, note=f"guidellm exited {completed.returncode}: {tail}")
+        return [Point("guidellm", 1, c, ideal_rate(c, args), errors=1, note=f"guidellm exited {completed.returncode}: {tail}")
                 for c in levels]
     benchmarks = json.loads(out.read_text())["benchmarks"]
     sends = dict(zip(log["rid"], log["send_ns"]))
     offset = log["wall_minus_monotonic_ns"]
     points = []
     for concurrency, benchmark in zip(levels, benchmarks):
-        point = Point("guidellm", 1, concurrency, concurrency / args.step, method="first+last token",
+        point = Point("guidellm", 1, concurrency, ideal_rate(concurrency, args), method="first+last token",
                       server_late_p99_ms=log["late_ns_p99"] / 1e6, note=f"one run for all levels: {cpu:.1f} CPU-s")
         requests = benchmark["requests"]
-        point.errors = len(requests.get("errored") or []) + len(requests.get("incomplete") or [])
-        delays, stamps = [], []
+        # "incomplete": in flight when max_duration stopped the level, not failures
+        point.errors = len(requests.get("errored") or [])
+        delays, rids = [], set()
         for request in requests.get("successful") or []:
             sent = sends.get(request.get("response_id") or "")
             timings = (request.get("info") or {}).get("timings") or {}
             if not sent or timings.get("first_token_iteration") is None:
                 point.errors += 1
                 continue
-            stamps.extend(sent)
+            rids.add(request["response_id"])
             # guidellm keeps wall-clock floats (time.time()): the send stamps are moved onto that clock
             delays.append(int(timings["first_token_iteration"] * 1e9) - (sent[0] + offset))
             delays.append(int(timings["last_token_iteration"] * 1e9) - (sent[-1] + offset))
-        point.achieved = stamps_rate(np.asarray(stamps))
+        point.achieved = steady_rate(log, rids, args.ttft, args.step)
         _percentiles(point, delays)
         points.append(point)
     return points
@@ -292,8 +323,8 @@ def run_point(concurrency: int, workers: int, args, context: dict) -> Point:
         log = server.log()
     finally:
         server.stop()
-    point.offered = concurrency / args.step
-    point.achieved = sent_rate(log)
+    point.offered = ideal_rate(concurrency, args)
+    point.achieved = steady_rate(log, None, args.ttft, args.step)
     point.server_late_p99_ms = log["late_ns_p99"] / 1e6
     join_ours(point, log, extra["records"])
     return point
@@ -301,15 +332,16 @@ def run_point(concurrency: int, workers: int, args, context: dict) -> Point:
 
 def print_point(point: Point) -> None:
     fmt = lambda v, spec=".2f": "-" if v is None else format(v, spec)  # noqa: E731
-    per_cpu = point.received / point.cpu_s if point.cpu_s and point.received else None
-    print(f"{point.client:<10} {point.workers:>3} {point.concurrency:>5} {point.offered:>9.0f} {point.achieved:>9.0f} "
-          f"{fmt(point.delay_p50_ms):>8} {fmt(point.delay_p99_ms):>8} {fmt(point.server_late_p99_ms):>9} "
-          f"{fmt(per_cpu, '.0f'):>10} {point.errors:>4} {'pass' if point.passed else 'FAIL':>5} "
-          f"{point.method} {point.note}", flush=True)
+    per_cpu = point.received / point.cpu_s if point.cpu_s and point.received and point.client == "speedbench" else None
+    kept = 100 * point.achieved / point.offered if point.offered else None
+    print(f"{point.client:<10} {point.workers:>3} {point.concurrency:>5} {point.offered:>8.0f} {point.achieved:>9.0f} "
+          f"{fmt(kept, '.0f'):>5} {fmt(point.delay_p50_ms):>7} {fmt(point.delay_p99_ms):>7} "
+          f"{fmt(point.server_late_p99_ms):>8} {fmt(per_cpu, '.0f'):>11} {point.errors:>4} "
+          f"{'pass' if point.passed else 'FAIL':>5} {point.method} {point.note}", flush=True)
 
 
-HEADER = (f"{'client':<10} {'wrk':>3} {'conc':>5} {'offered/s':>9} {'sent/s':>9} {'p50 ms':>8} {'p99 ms':>8} "
-          f"{'srv late':>9} {'chunk/cpu-s':>10} {'err':>4} {'':>5}")
+HEADER = (f"{'client':<10} {'wrk':>3} {'conc':>5} {'ideal/s':>8} {'steady/s':>9} {'kept%':>5} {'p50 ms':>7} "
+          f"{'p99 ms':>7} {'srv late':>8} {'chunk/cpu-s':>11} {'err':>4} {'':>5}")
 
 
 def ladder(workers: int, levels: list[int], args, context: dict) -> list[Point]:
@@ -364,10 +396,10 @@ def main() -> int:
         os.nice(args.nice)  # before anything starts: the server and every client inherit it
     if args.realtime:
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))  # inherited the same way
-    levels = [int(v) for v in (args.levels or ("64,128,192,256,384,512,768,1024" if args.quick else
-                                               "32,64,96,128,160,192,256,320,384,512,640,768,1024")).split(",")]
-    tool_levels = [int(v) for v in (args.tool_levels or ("8,16,32,64,128" if args.quick else
-                                                         "4,8,16,24,32,48,64,96,128,192,256")).split(",")]
+    levels = [int(v) for v in (args.levels or ("32,48,64,96,128,192,256,384,512" if args.quick else
+                                               "16,32,48,64,80,96,128,160,192,256,320,384,512,768,1024")).split(",")]
+    tool_levels = [int(v) for v in (args.tool_levels or ("2,4,8,16,32,64" if args.quick else
+                                                         "2,4,8,12,16,24,32,48,64,96,128")).split(",")]
     cpus = sorted(os.sched_getaffinity(0))
     client_cpus = ({int(c) for c in args.client_cpus.split(",")} if args.client_cpus
                    else set(cpus) - {args.server_cpu} or set(cpus))
@@ -409,8 +441,8 @@ def main() -> int:
 
 
 def summary(results, client_cores: int) -> None:
-    print(f"\nsustained ceiling (highest point with p99 added delay <= {DELAY_LIMIT_MS:g} ms, sent >= "
-          f"{100 * KEEP_UP:.0f} % of offered, no error), {client_cores} client core(s); load average "
+    print(f"\nsustained ceiling (highest point with p99 added delay <= {DELAY_LIMIT_MS:g} ms and no error), "
+          f"{client_cores} client core(s); load average "
           f"{os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
     best = {}
     for client, workers, points in results:
