@@ -156,4 +156,14 @@ def run(args: argparse.Namespace) -> int:
         return 1
     for repo_id, url in urls.items():
         print(f"{repo_id}: {url}")
+    if not args.requirement:  # the pin names a PyPI release, which a checkout's version may not have
+        print(f"speedbench publish-metrics: note: the Spaces install {_pinned_requirement(args.metrics_dir)} "
+              "from PyPI; if that release is not there, publish again with --requirement "
+              f"'{PACKAGE_NAME}[metrics] @ git+https://...@COMMIT'", file=sys.stderr)
     return 0
+
+
+def _pinned_requirement(metrics_dir: Path | None) -> str:
+    """The package line of the first metric's requirements.txt (the same in every folder)."""
+    text = (Path(metrics_dir or default_metrics_dir()) / METRIC_NAMES[0] / "requirements.txt").read_text()
+    return next(line.strip() for line in text.splitlines() if line.strip().startswith(PACKAGE_NAME))

@@ -64,13 +64,17 @@ def test_publish_pushes_each_folder_as_a_space_byte_for_byte(online_hub):
 def test_publish_cli_with_a_requirement_and_private(online_hub, capsys):
     spec = "speed-bench[metrics] @ git+https://github.com/someone/speed-bench@0123abc"
     assert main(["publish-metrics", "--namespace", ORG, "--token", "t", "--private", "--requirement", spec]) == 0
-    printed = capsys.readouterr().out
+    captured = capsys.readouterr()
+    printed = captured.out
+    assert "note:" not in captured.err  # with --requirement: nothing to warn about
     assert all(f"{ORG}/{name}: {online_hub.url}/spaces/" in printed for name in METRIC_NAMES)
     assert [c.get("visibility") for c in online_hub.created] == ["private"] * len(METRIC_NAMES)
     pushed = online_hub.spaces[f"{ORG}/speedbench_al"]["requirements.txt"].decode().splitlines()
     assert [line for line in pushed if not line.startswith("#")] == [spec]
-    # publishing again updates the existing Spaces (exist_ok)
+    # publishing again updates the existing Spaces (exist_ok); without --requirement the PyPI pin is named
     assert main(["publish-metrics", "--namespace", ORG, "--token", "t"]) == 0
+    version = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert f"note: the Spaces install speed-bench[metrics]=={version} from PyPI" in capsys.readouterr().err
     assert sum(r == f"POST /api/spaces/{ORG}/speedbench_al/commit/main" for r in online_hub.requests) == 2
 
 
