@@ -120,6 +120,16 @@ def materialize(hub_id: HubDatasetId, config: str, online: bool = False) -> Path
     return folder
 
 
+def hub_source(folder: str | Path) -> dict | None:
+    """What a folder written by ``materialize`` holds (its ``hub_source.json``), else None: the run's
+    manifest records it, so a run read from a Hub id names that id, not only the cache folder."""
+    note = Path(folder) / SOURCE_NOTE
+    if not note.is_file():
+        return None
+    data = json.loads(note.read_text())
+    return {key: data.get(key) for key in ("repo_id", "revision", "config", "split", "num_rows")}
+
+
 def _refuse_placeholders(hub_id: HubDatasetId, config: str, folder: Path, parquet: Path) -> None:
     import pyarrow.parquet as pq
 

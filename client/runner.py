@@ -21,6 +21,7 @@ from typing import Any
 from speedbench.client.counters import CounterSnapshot, scrape
 from speedbench.client.engines import get_adapter
 from speedbench.client.engines.base import SamplingOptions
+from speedbench.client.hub_dataset import hub_source
 from speedbench.client.load import ClientSettings, PhaseSpec, record_key
 from speedbench.client.recording import RECORDS_NAME, load_existing
 from speedbench.client.workers import done_maps, run_event_loop, run_phase_in_workers
@@ -269,7 +270,8 @@ def _write_manifest(options: RunOptions, out: Path, description: dict, conversat
         num_rows=len(conversations), tokenizer_path=str(Path(options.tokenizer).resolve()),
         tokenizer_sha256=tokenizer.sha256, chat_template=tokenizer.has_chat_template,
         prompt_mode=options.prompt_mode, options=options.manifest_options(), client_version=_client_version(),
-        python_version=platform.python_version(), created_unix_s=time.time())
+        python_version=platform.python_version(), created_unix_s=time.time(),
+        dataset_source=hub_source(options.dataset))
     manifest_path = out / MANIFEST_NAME
     old: dict = {}
     if manifest_path.exists():

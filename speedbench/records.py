@@ -213,7 +213,8 @@ class RunManifest:
     dataset_config_sha256: content fingerprint of the config's rows
     (``speedbench.client.workload.dataset_fingerprint``), what the leaderboard identifies a build by;
     dataset_manifest_sha256: sha256 of the dataset folder's ``manifest.json`` (provenance, "" without one);
-    tokenizer_sha256: ``speedbench.tokenization.target.tokenizer_fingerprint``.
+    tokenizer_sha256: ``speedbench.tokenization.target.tokenizer_fingerprint``;
+    dataset_source: the Hub dataset a ``--dataset ORG/NAME`` run read (``hub_source.json``).
     """
 
     engine: str
@@ -235,6 +236,8 @@ class RunManifest:
     python_version: str
     created_unix_s: float
     format_version: int = RECORD_FORMAT_VERSION
+    # where --dataset came from when it was a Hub id (repo_id, revision, config, rows), else None
+    dataset_source: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -183,6 +183,8 @@ def test_run_online_then_offline_from_the_cache_and_placeholders_refused(tmp_pat
         manifest = json.loads((tmp_path / run / "manifest.json").read_text())
         assert manifest["dataset_config_sha256"] == local_fingerprint
         assert Path(manifest["dataset_dir"]).is_relative_to(datasets_cache / "speedbench-inputs")
+        source = manifest["dataset_source"]   # the Hub id, not only the cache folder
+        assert (source["repo_id"], source["config"], source["split"], source["num_rows"]) == (REPO, "tiny", "test", 3)
     assert hub.unhandled == []
 
     assert refused.returncode == 2
