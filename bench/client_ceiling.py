@@ -2,26 +2,27 @@
 
 A server that costs almost nothing per event (``bench/ceiling_server.py``: pre-rendered vLLM
 ``/v1/completions`` SSE bytes from a raw asyncio protocol, each event stamped with its send time
-on CLOCK_MONOTONIC) runs pinned to one core; the client under test runs pinned to another. Every
-stream sends ``--events`` one-token events ``--step`` seconds apart, so the offered event rate is
-concurrency / step; the concurrency is raised along a ladder until the client's added delay per
-chunk (its receive stamp minus the server's send stamp, both CLOCK_MONOTONIC) passes 1 ms at p99,
-or a request fails. The best point that passed is the client's sustained ceiling: the chunks/s the
-server sent while the closed loop was full (``steady_window``), beside what a client with no
-turnover time would get (``ideal_rate``): their ratio shows a client slow to send its next request.
+on CLOCK_MONOTONIC) runs pinned to one core (``--server-cpu``); the client under test runs pinned
+to the others. Every stream sends about ``--events`` one-token events ``--step`` seconds apart
+(lengths varied by ``--spread``), so the event rate grows with the concurrency, which is raised
+along a ladder. Per point: the client's added delay per chunk (its receive stamp minus the
+server's send stamp, both CLOCK_MONOTONIC), p50 and p99; the chunks/s the server sent while the
+closed loop was full (``steady_window``) beside what a client with no turnover time would get
+(``ideal_rate``; the ratio shows a client slow to send its next request); the client's CPU per
+chunk over the same stretch (``ceiling_cpu``: its whole process tree, sampled from /proc).
 
-Clients, each against a fresh server with the same settings:
+Two ceilings: the best point with p99 <= 1 ms and no failed request (the figure asked for; it
+needs a quiet machine, a busy one pre-empts the client for milliseconds now and then), and the
+noise-robust one, p50 <= 1 ms with >= 95 % of the ideal rate received.
+
+Clients, each against a fresh server with the same settings, all on the same client core(s):
 
 - ``speedbench``: ``speedbench.client.runner.execute_run`` (what ``speedbench run`` runs) with
   ``--workers 1`` and ``2``; receive stamps are the records' ``chunk_ns``, joined to the server's
   send log by response id. On a 2-core machine both workers share the one client core.
-- ``aiperf`` (PyPI, its own cached venv, see ``client_overhead.tool_venv``): receive stamps are
-  the ``perf_ns`` of each response in ``profile_export_raw.jsonl`` (``--export-level raw``),
-  send stamps the ``t_send_ns`` inside the event it received; same method as ours.
-- ``guidellm`` (PyPI, its own cached venv): it keeps no per-chunk receive stamps, only each
-  request's first and last token times (wall clock), so its figure is its achieved chunks/s at
-  the offered rate, and the delay of its first and last token against the server's send stamps
-  (the server logs wall-clock sends too, joined by the response text). Marked as such.
+- ``aiperf`` and ``guidellm`` (PyPI, each in a cached venv of its own, ``client_overhead.tool_venv``),
+  one invocation over all their levels (``ceiling_tools``): aiperf per chunk by the same method as
+  ours (its raw export), guidellm by its first and last token per request (all it keeps).
 
     .venv/bin/python bench/client_ceiling.py --quick          # under 6 minutes on 2 cores
     .venv/bin/python bench/client_ceiling.py --profile        # cProfile of our client at --profile-concurrency
@@ -37,7 +38,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path

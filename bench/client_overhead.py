@@ -266,7 +266,7 @@ def token_ids_overhead(dataset: Path, workdir: Path, concurrency: int = 256, rep
             if with_ids != (len(lines) if keep else 0):
                 raise RuntimeError(f"ids {'on' if keep else 'off'}: {with_ids} of {len(lines)} records carry ids")
             figures[keep][0].append(sum(len(line) + 1 for line in lines) / len(lines))
-            figures[keep][1].append(point.cpu_s / chunks * 1e6)
+            figures[keep][1].append(extra["phase_cpu_s"] / chunks * 1e6)
     print(f"\ntoken ids at concurrency {concurrency} (whole client, workers 1; {events} one-token events/request on "
           f"average, {step_s * 1000:.0f} ms apart, ids from a 150k vocabulary, {2 * concurrency} requests per run, "
           f"off/on interleaved {repeats}x, median; load average "
