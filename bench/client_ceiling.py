@@ -331,7 +331,10 @@ def main() -> int:
           f"{args.server_cpu}, client on cores {sorted(client_cpus)}; load average {os.getloadavg()[0]:.2f} "
           f"{os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}", flush=True)
     if args.profile:
-        return profile_ours(args, context)
+        try:
+            return profile_ours(args, context)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
     clients = args.clients.split(",")
     context["aiperf"] = find_aiperf() if "aiperf" in clients else None
     context["guidellm"] = tool_venv("guidellm") if "guidellm" in clients else None
