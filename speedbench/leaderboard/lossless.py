@@ -20,8 +20,7 @@ from __future__ import annotations
 import math
 
 from speedbench.leaderboard.records_adapter import RunData
-from speedbench.metrics.losslessness import NONDETERMINISM_NOTE, compare_outputs, pair_records
-from speedbench.records import IDS_FROM_ENGINE
+from speedbench.metrics.losslessness import NONDETERMINISM_NOTE, compare_outputs, pair_records, summary_fields
 
 WARNING_CODE = "lossless.tokens_differ"
 MAX_LISTED = 100  # divergent requests listed per pair (bounds the stored entry; the counts cover all)
@@ -41,14 +40,8 @@ def _pair_row(sd: RunData, base: RunData, point: str) -> dict:
     sd_ids, base_ids, skipped, sources = pair_records(sd.points[point], base.points[point])
     summary = compare_outputs(sd_ids, base_ids, skipped)
     divergent = summary.divergent
-    firsts = sorted(r.first_divergence for r in divergent)
     return {"sd_run": sd.path, "baseline_run": base.path, "dataset_config": sd.dataset_config, "point": point,
-            "num_compared": summary.num_compared, "num_identical": summary.num_identical,
-            "share_identical": summary.share_identical, "num_divergent": len(divergent),
-            "earliest_divergence": firsts[0] if firsts else None,
-            "median_divergence": firsts[len(firsts) // 2] if firsts else None,
-            "ids": IDS_FROM_ENGINE if sources == {IDS_FROM_ENGINE} else "+".join(sorted(sources)) or None,
-            "skipped": summary.skipped,
+            **summary_fields(summary, sources),
             "divergent_requests": [{"request": r.key, "first_divergence": r.first_divergence,
                                     "sd_tokens": r.sd_tokens, "baseline_tokens": r.baseline_tokens}
                                    for r in divergent[:MAX_LISTED]]}

@@ -26,6 +26,8 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from speedbench.records import IDS_FROM_ENGINE
+
 NONDETERMINISM_NOTE = (
     "At temperature 0 speculative decoding must reproduce the baseline's tokens; batched GPU kernels are not "
     "bitwise deterministic (batch shape and multi-position verification change reduction order, near-ties "
@@ -78,6 +80,18 @@ def compare_outputs(sd: dict[str, Sequence[int]], baseline: dict[str, Sequence[i
     return LosslessnessSummary(num_compared=len(requests), num_identical=identical,
                                share_identical=identical / len(requests) if requests else None,
                                requests=requests, skipped=dict(skipped or {}))
+
+
+def summary_fields(summary: LosslessnessSummary, sources: set[str]) -> dict[str, Any]:
+    """The figures of one comparison as the report and the leaderboard store them: counts, share
+    identical, earliest and median first divergence, where the ids came from, the skip reasons."""
+    firsts = sorted(r.first_divergence for r in summary.divergent)
+    return {"num_compared": summary.num_compared, "num_identical": summary.num_identical,
+            "share_identical": summary.share_identical, "num_divergent": len(firsts),
+            "earliest_divergence": firsts[0] if firsts else None,
+            "median_divergence": firsts[len(firsts) // 2] if firsts else None,
+            "ids": IDS_FROM_ENGINE if sources == {IDS_FROM_ENGINE} else "+".join(sorted(sources)) or None,
+            "skipped": summary.skipped}
 
 
 def pair_records(sd: Iterable[Any], baseline: Iterable[Any]) -> tuple[dict, dict, dict[str, int], set[str]]:

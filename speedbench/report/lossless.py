@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from speedbench.metrics.losslessness import NONDETERMINISM_NOTE, LosslessnessSummary, compare_outputs, pair_records
-from speedbench.records import IDS_FROM_ENGINE
+from speedbench.metrics.losslessness import (NONDETERMINISM_NOTE, LosslessnessSummary, compare_outputs, pair_records,
+                                             summary_fields)
 from speedbench.report.runs import LoadedRun
 
 
@@ -22,16 +22,10 @@ def _temperature(run: LoadedRun) -> Any:
 
 
 def _row(sd: LoadedRun, base: LoadedRun, point: str, summary: LosslessnessSummary, sources: set[str]) -> dict:
-    divergences = sorted(r.first_divergence for r in summary.divergent)
     return {"dataset_config": sd.dataset_config, "sd_run": sd.run_id, "sd_label": sd.label,
             "baseline_run": base.run_id, "baseline_label": base.label, "point": point,
             "temperature_sd": _temperature(sd), "temperature_baseline": _temperature(base),
-            "num_compared": summary.num_compared, "num_identical": summary.num_identical,
-            "share_identical": summary.share_identical, "num_divergent": len(divergences),
-            "earliest_divergence": divergences[0] if divergences else None,
-            "median_divergence": divergences[len(divergences) // 2] if divergences else None,
-            "ids": IDS_FROM_ENGINE if sources == {IDS_FROM_ENGINE} else "+".join(sorted(sources)) or None,
-            "skipped": summary.skipped,
+            **summary_fields(summary, sources),
             "requests": [{"request": r.key, "first_divergence": r.first_divergence, "sd_tokens": r.sd_tokens,
                           "baseline_tokens": r.baseline_tokens} for r in summary.requests]}
 
