@@ -17,7 +17,6 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from ceiling_cpu import CpuSampler
 from client_ceiling import CeilingServer, Point, _percentiles, ideal_rate, settle
 from client_overhead import aiperf_tokenizer
 
@@ -51,16 +50,8 @@ def sweep_aiperf(aiperf: str, levels: list[int], args, workdir: Path) -> list[Po
                "--extra-inputs", "ignore_eos:true", "--use-server-token-count",
                "--tokenizer", str(aiperf_tokenizer(workdir)), "--artifact-dir", str(artifacts),
                "--ui-type", "none", "--export-level", "raw"]
-    sampler = CpuSampler(workdir / "cpu.json", [server.process.pid], args.server_cpu)
-    samples = None
-    try:
-        completed = _run(command, len(levels) * (args.tool_seconds + 60) + 120)
-        samples = sampler.stop()
-        log = server.log()
-    finally:
-        if samples is None:
-            sampler.stop()
-        server.stop()
+    completed, samples, log = server.measure(lambda: _run(command, len(levels) * (args.tool_seconds + 60) + 120),
+                                             workdir / "cpu.json", args.server_cpu)
     points = []
     for concurrency in levels:
         point = Point("aiperf", 1, concurrency, ideal_rate(concurrency, args))
@@ -117,17 +108,10 @@ def sweep_guidellm(guidellm: str, levels: list[int], args, workdir: Path) -> lis
         "constraints": [{"kind": "max_duration", "seconds": args.tool_seconds}],
         "outputs": [{"kind": "json", "path": str(folder / "benchmarks.json")}]}}
     (folder / "scenario.json").write_text(json.dumps(scenario))
-    sampler = CpuSampler(workdir / "cpu.json", [server.process.pid], args.server_cpu)
-    samples = None
-    try:
-        completed = _run([guidellm, "run", "-c", str(folder / "scenario.json"), "--disable-console"],
-                         len(levels) * (args.tool_seconds + 60) + 120, cwd=folder)
-        samples = sampler.stop()
-        log = server.log()
-    finally:
-        if samples is None:
-            sampler.stop()
-        server.stop()
+    completed, samples, log = server.measure(
+        lambda: _run([guidellm, "run", "-c", str(folder / "scenario.json"), "--disable-console"],
+                     len(levels) * (args.tool_seconds + 60) + 120, cwd=folder),
+        workdir / "cpu.json", args.server_cpu)
     out = folder / "benchmarks.json"
     if completed.returncode != 0 or not out.exists():
         tail = (completed.stderr or completed.stdout)[-300:]

@@ -101,6 +101,20 @@ class CeilingServer:
         self.process.terminate()
         self.process.wait()
 
+    def measure(self, work, cpu_file: Path, cpu: int | None):
+        """``work()`` while the CPU sampler watches this process tree (the server left out); returns
+        (its result, the CPU samples, the server's log) and stops the server, whatever happens."""
+        sampler = CpuSampler(cpu_file, [self.process.pid], cpu)
+        samples = None
+        try:
+            result = work()
+            samples = sampler.stop()
+            return result, samples, self.log()
+        finally:
+            if samples is None:
+                sampler.stop()
+            self.stop()
+
 
 def steady_window(log: dict, rids: set[str] | None, ttft_s: float, step_s: float) -> tuple[int, int, int]:
     """(start, end, events sent in between) while the closed loop was full: from the moment every first
@@ -228,17 +242,10 @@ def _run_point(concurrency: int, workers: int, args, context: dict) -> Point:
     server = CeilingServer(args.events, args.step, args.ttft, args.server_cpu, args.spread)
     out = context["workdir"] / f"ours_c{concurrency}_w{workers}"
     shutil.rmtree(out, ignore_errors=True)
-    sampler = CpuSampler(context["workdir"] / "cpu.json", [server.process.pid], args.server_cpu)
-    samples = None
-    try:
-        point, extra = measure_ours(server.url, concurrency, workers, args.waves * concurrency, max_events(args),
-                                    context["dataset"], out)
-        samples = sampler.stop()
-        log = server.log()
-    finally:
-        if samples is None:
-            sampler.stop()
-        server.stop()
+    (point, extra), samples, log = server.measure(
+        lambda: measure_ours(server.url, concurrency, workers, args.waves * concurrency, max_events(args),
+                             context["dataset"], out),
+        context["workdir"] / "cpu.json", args.server_cpu)
     point.offered = ideal_rate(concurrency, args)
     settle(point, log, None, args, samples)
     join_ours(point, log, extra["records"])
