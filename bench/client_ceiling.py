@@ -17,7 +17,7 @@ noise-robust one, p50 <= 1 ms with >= 95 % of the ideal rate received.
 
 Clients, each against a fresh server with the same settings, all on the same client core(s):
 
-- ``speedbench``: ``speedbench.client.runner.execute_run`` (what ``speedbench run`` runs) with
+- ``speedbench``: ``speedbench.client.run.runner.execute_run`` (what ``speedbench run`` runs) with
   ``--workers 1`` and ``2``; receive stamps are the records' ``chunk_ns``, joined to the server's
   send log by response id. On a 2-core machine both workers share the one client core.
 - ``aiperf`` and ``guidellm`` (PyPI, each in a cached venv of its own, ``client_overhead.tool_venv``),
@@ -49,6 +49,7 @@ from ceiling_cpu import CpuSampler, cpu_between  # noqa: E402
 from client_overhead import MODELS, find_aiperf, tool_venv  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))  # the stand-ins are test code: tests.standins, not installed
 DELAY_LIMIT_MS = 1.0
 KEPT = 0.95  # share of the ideal rate a client must receive to count as keeping up
 
@@ -166,7 +167,7 @@ def _cpu_now() -> float:
 def measure_ours(url: str, concurrency: int, workers: int, requests: int, max_tokens: int, dataset: Path,
                  out: Path) -> tuple[Point, dict]:
     from speedbench.client.engines.base import SamplingOptions
-    from speedbench.client.runner import RunOptions, execute_run
+    from speedbench.client.run.runner import RunOptions, execute_run
 
     options = RunOptions(engine="vllm", url=url, tokenizer=str(MODELS), dataset=str(dataset), config="tiny",
                          out=str(out), limit=requests, concurrency=[concurrency], workers=workers,
@@ -183,7 +184,7 @@ def phase_cpu():
     """CPU seconds (this process and its reaped children: the workers) spent inside the run's measured
     phases only, ``runner.run_phase_in_workers``: start-up, the manifest, the counter scrapes and the
     results are left out. Yields a one-item list filled on exit."""
-    from speedbench.client import runner
+    from speedbench.client.run import runner
 
     spent = [0.0]
     original = runner.run_phase_in_workers
@@ -327,7 +328,7 @@ def main() -> int:
                    else set(cpus) - {args.server_cpu} or set(cpus))
     os.sched_setaffinity(0, client_cpus)  # inherited by worker processes, aiperf and guidellm
     workdir = Path(tempfile.mkdtemp(prefix="client_ceiling_"))
-    from speedbench.client.testing.fixtures import write_dataset
+    from tests.standins.fixtures import write_dataset
     from speedbench.schema import DatasetRow
 
     rows = [DatasetRow(category="bench", sub_category="x", turns=[f"Once upon a time {i}"], source="bench",

@@ -42,6 +42,7 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))  # the stand-ins are test code: tests.standins, not installed
 MODELS = Path(os.environ.get("SPEEDBENCH_MODELS", REPO.parent / "shared" / "models" / "stories260K"))
 CHUNKS_PER_REQUEST = 8
 TTFT_S = 0.05
@@ -59,9 +60,9 @@ class Server:
         self.port = free_port()
         self.step_s = step_s
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "speedbench.client.testing.standin", "--engine", "vllm", "--port", str(self.port),
+            [sys.executable, "-m", "tests.standins.standin", "--engine", "vllm", "--port", str(self.port),
              "--rates", "0", "--ttft", str(TTFT_S), "--step", str(step_s), "--stamp"],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO)  # cwd: tests.standins
         line = self.process.stdout.readline()
         if "listening" not in line:
             raise RuntimeError(f"stand-in did not start: {line!r}")
@@ -93,7 +94,7 @@ def server_truth(log: dict, ids, step_s: float):
 
 def run_ours(url: str, concurrency: int, workers: int, requests: int, dataset: Path, out: Path, server: Server):
     from speedbench.client.engines.base import SamplingOptions
-    from speedbench.client.runner import RunOptions, execute_run
+    from speedbench.client.run.runner import RunOptions, execute_run
     from speedbench.records import read_records
 
     log_before = set(server.log()["send_ns"])
@@ -292,7 +293,7 @@ def main() -> int:
     parser.add_argument("--no-token-ids", action="store_true", help="skip the token-ids overhead at concurrency 256")
     parser.add_argument("--token-ids-only", action="store_true", help="only the token-ids overhead at concurrency 256")
     args = parser.parse_args()
-    from speedbench.client.testing.fixtures import write_dataset
+    from tests.standins.fixtures import write_dataset
     from speedbench.schema import DatasetRow
 
     levels = [64, 256] if args.quick else [64, 256, 1024]

@@ -3,7 +3,7 @@
 The vLLM-format stand-in runs as its own process (fixed TTFT and step delay); the same sweep
 runs once with ``--workers 2`` (two local processes) and once with ``--ray ADDRESS --workers 2``
 (two Ray actors, one per node of a ``ray start`` cluster on 127.0.0.2 / 127.0.0.3, one CPU each;
-``speedbench.client.testing.ray_cluster``). Printed per point and mode: wall time of the whole
+``tests.standins.ray_cluster``). Printed per point and mode: wall time of the whole
 ``execute_run`` over all points (the Ray one includes joining the cluster, placing the actors and probing their
 clocks), achieved vs requested concurrency, TTFT and step latency p50 / p99, and then the clock
 estimates the Ray run wrote to its manifest, and the cluster's start time.
@@ -24,18 +24,21 @@ import time
 import urllib.request
 from pathlib import Path
 
-from speedbench.client.engines.base import SamplingOptions
-from speedbench.client.runner import RunOptions, execute_run
-from speedbench.client.testing.fixtures import story_rows, write_dataset
-from speedbench.client.testing.ray_cluster import LocalRayCluster, cluster_env, free_port
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))  # the stand-ins are test code: tests.standins, not installed
+
+from speedbench.client.engines.base import SamplingOptions  # noqa: E402
+from speedbench.client.run.runner import RunOptions, execute_run  # noqa: E402
+from tests.standins.fixtures import story_rows, write_dataset  # noqa: E402
+from tests.standins.ray_cluster import LocalRayCluster, cluster_env, free_port  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 
 def _standin(port: int, step_s: float, ttft_s: float) -> subprocess.Popen:
-    server = subprocess.Popen([sys.executable, "-m", "speedbench.client.testing.standin", "--engine", "vllm",
+    server = subprocess.Popen([sys.executable, "-m", "tests.standins.standin", "--engine", "vllm",
                                "--port", str(port), "--step", str(step_s), "--ttft", str(ttft_s)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO)
     deadline = time.monotonic() + 60
     while True:
         try:

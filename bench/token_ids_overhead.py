@@ -31,7 +31,7 @@ import orjson
 
 from speedbench.client.engines import get_adapter
 from speedbench.client.engines.base import StreamState
-from speedbench.client.stream import engine_token_ids
+from speedbench.client.execution.stream import engine_token_ids
 from speedbench.records import TurnRecord
 
 REPO = Path(__file__).resolve().parent.parent
@@ -67,7 +67,7 @@ def ids_not_kept():
     """The client as it was before it kept output token ids (also used by ``client_overhead.py``):
     the engine's ids are dropped as they arrive and records carry none, neither the engine's nor
     re-encoded ones."""
-    from speedbench.client import load
+    from speedbench.client.execution import event_loop as load
 
     saved = StreamState.add_token_ids, load.output_ids
     StreamState.add_token_ids = lambda self, ids: None

@@ -1,22 +1,21 @@
-"""The SPEED-Bench measurement client (``speedbench run``).
+"""The SPEED-Bench measurement client (``speedbench run``), in layers a change can be made in alone.
 
-Where things live:
 - ``engines/``: one adapter per engine (``vllm``, ``sglang``, ``trtllm``, ``llamacpp``,
   ``openai``): request payload from token ids, parsing of one streamed event, the engine's
   per-request SD statistics, server description, Prometheus counter names.
-- ``stream.py``: one streamed request, every event stamped on the monotonic clock, failures
-  turned into error kinds.
-- ``workload.py``: dataset config -> conversations, first turns tokenized once.
-- ``load.py``: closed loop (fixed concurrency) and open loop (Poisson) inside one event loop;
-  multi-turn conversations; the error budget.
-- ``workers.py``: ``--workers N`` processes with a common start on the shared clock.
-- ``ray_workers.py`` / ``ray_actor.py`` / ``ray_clock.py``: ``--ray``: the same workers as Ray
-  actors on a cluster's nodes, records streamed back to the driver, clock offsets measured.
-- ``recording.py``: ``records.jsonl`` appended per request-turn; resume.
-- ``counters.py``: Prometheus scrape, parse, deltas.
-- ``runner.py``: the whole run: manifest, sweep, counters, resume, results.
-- ``analysis.py``: ``results.json`` from records via ``speedbench.metrics``.
-- ``reporting.py``: the summary table.
-- ``testing/``: stand-in vLLM/SGLang/TensorRT-LLM servers and small fixtures (tests, bench).
-Record and manifest types: ``speedbench.records``.
+- ``data/``: the workload: ``workload.py`` (dataset config -> conversations, first turns
+  tokenized once), ``hub_dataset.py`` (a Hub dataset id read through the ``datasets`` cache).
+- ``execution/``: sending the requests: ``stream.py`` (one streamed request, every event stamped
+  on the monotonic clock), ``event_loop.py`` (one worker's phase in one event loop: closed or
+  open loop, multi-turn conversations, the error budget), ``processes.py`` (``--workers N``
+  local processes on a common start), ``ray_pool.py`` / ``ray_actor.py`` / ``ray_clock.py``
+  (``--ray``: the same workers as Ray actors on a cluster, clock offsets measured).
+- ``run/``: orchestration of a whole run: ``runner.py`` (manifest, sweep over load points,
+  resume, counters, the TensorRT-LLM ``/perf_metrics`` join, results), ``counters.py``
+  (Prometheus scrape and deltas), ``source_check.py`` (warnings when an acceptance source is missing).
+- ``recording/``: ``writer.py`` (``records.jsonl`` appended per request-turn; resume),
+  ``summary.py`` (the table printed at the end).
+
+``results.json`` is computed by ``speedbench.metrics.run_results``; record and manifest types are
+in ``speedbench.records``. Stand-in engine servers for tests and benchmarks: ``tests/standins/``.
 """

@@ -78,7 +78,7 @@ def _endpoint() -> str:
 def _load(hub_id: HubDatasetId, config: str, online: bool):
     import datasets
 
-    from speedbench.client.workload import WorkloadError
+    from speedbench.client.data.workload import WorkloadError
 
     where = f"--dataset {hub_id} --config {config}"
     try:
@@ -133,7 +133,7 @@ def hub_source(folder: str | Path) -> dict | None:
 def _refuse_placeholders(hub_id: HubDatasetId, config: str, folder: Path, parquet: Path) -> None:
     import pyarrow.parquet as pq
 
-    from speedbench.client.workload import WorkloadError, placeholder_rows, resolve_command
+    from speedbench.client.data.workload import WorkloadError, placeholder_rows, resolve_command
 
     handle = pq.ParquetFile(parquet)
     missing = [name for name in ("question_id", "category", "turns") if name not in handle.schema_arrow.names]

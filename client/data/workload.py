@@ -50,7 +50,7 @@ def config_files(dataset_dir: str | Path, config: str) -> list[Path]:
 def resolve_dataset(dataset: str | Path, config: str, online: bool = False) -> Path:
     """The local folder ``--dataset`` names: a folder as given, or a Hub dataset id (``ORG/NAME[@REV]``)
     read through ``datasets`` (its cache; the Hub too when ``online``) into a folder."""
-    from speedbench.client.hub_dataset import materialize, parse_hub_id
+    from speedbench.client.data.hub_dataset import materialize, parse_hub_id
 
     if Path(dataset).is_dir():
         return Path(dataset)

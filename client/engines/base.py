@@ -1,7 +1,7 @@
 """What every engine adapter does: build one request from token ids, read one streamed event.
 
 An adapter knows an engine's wire format (``docs/engine-wire-formats.md``) and
-nothing about timing or load: the stream loop (``speedbench.client.stream``) stamps events,
+nothing about timing or load: the stream loop (``speedbench.client.execution.stream``) stamps events,
 the load shapes decide when to send. Adapters are cheap objects built once per run; per-request
 state lives in a ``StreamState``.
 """

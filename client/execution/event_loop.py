@@ -27,9 +27,9 @@ import aiohttp
 
 from speedbench.client.engines import get_adapter
 from speedbench.client.engines.base import SamplingOptions
-from speedbench.client.recording import RecordWriter
-from speedbench.client.stream import stream_request
-from speedbench.client.workload import Conversation, encode_turn_exact, prompt_sha256
+from speedbench.client.recording.writer import RecordWriter
+from speedbench.client.execution.stream import stream_request
+from speedbench.client.data.workload import Conversation, encode_turn_exact, prompt_sha256
 from speedbench.records import IDS_FROM_ENGINE, IDS_REENCODED, TurnRecord
 from speedbench.settings import MAX_ERRORS, READ_TIMEOUT_S, REQUEST_TIMEOUT_S
 

@@ -6,7 +6,7 @@ conversations round-robin over N processes, gives each its share of the closed-l
 (or the open-loop arrivals), its own connection pool, and a common start time on the shared
 monotonic clock. All of them append to the same ``records.jsonl`` (one ``O_APPEND`` write per
 line). The error budget is one shared counter. Beyond one host, ``--ray`` runs the same split
-(``partition_phase``) as Ray actors on a cluster's nodes (``ray_workers``).
+(``partition_phase``) as Ray actors on a cluster's nodes (``ray_pool``).
 """
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ import sys
 import time
 from dataclasses import replace
 
-from speedbench.client.load import ClientSettings, ErrorBudgetExceeded, ErrorCounter, PhaseSpec, run_phase
-from speedbench.client.workload import Conversation
+from speedbench.client.execution.event_loop import ClientSettings, ErrorBudgetExceeded, ErrorCounter, PhaseSpec, run_phase
+from speedbench.client.data.workload import Conversation
 from speedbench.records import IDS_FROM_ENGINE, TurnRecord
 
 START_DELAY_S = 0.05  # after every worker reported ready: time to leave the barrier

@@ -1,6 +1,6 @@
 """The Ray actor behind ``--ray``: one worker's share of a phase, run on its own node.
 
-``PhaseWorker`` is a plain class (``ray_workers`` wraps it with ``ray.remote`` as a threaded
+``PhaseWorker`` is a plain class (``ray_pool`` wraps it with ``ray.remote`` as a threaded
 actor, so ``poll`` answers while a phase runs). ``start`` runs the share in a thread of its own
 with its own event loop (uvloop) and connection pool, writing records to a file on the actor's
 node exactly as a local worker process writes ``records.jsonl``; ``poll`` hands the driver the
@@ -30,9 +30,9 @@ except ImportError:  # pragma: no cover - orjson is a dependency of the client e
     def _dumps(value) -> bytes:
         return json.dumps(value, separators=(",", ":")).encode()
 
-from speedbench.client.load import ClientSettings, ErrorBudgetExceeded, ErrorCounter, PhaseSpec, run_phase
-from speedbench.client.workers import run_event_loop
-from speedbench.client.workload import Conversation
+from speedbench.client.execution.event_loop import ClientSettings, ErrorBudgetExceeded, ErrorCounter, PhaseSpec, run_phase
+from speedbench.client.execution.processes import run_event_loop
+from speedbench.client.data.workload import Conversation
 
 POLL_WAIT_S = 0.5  # a poll returns after this long without a new record (the driver polls again)
 # After the first new record, a poll waits this much longer for more: at most ~20 replies a second

@@ -1,6 +1,6 @@
 """A phase's workers as Ray actors on a Ray cluster: ``speedbench run --ray auto|ADDRESS --workers N``.
 
-When one host cannot drive the engine hard enough, the ``--workers`` loop (``workers.py``) runs
+When one host cannot drive the engine hard enough, the ``--workers`` loop (``processes.py``) runs
 as ``N`` Ray actors instead of ``N`` local processes: one placement group of ``N`` one-CPU
 bundles with the SPREAD strategy puts them on different nodes where it can. Each actor runs its
 share of the phase (the same ``partition_phase`` split: conversations round-robin, its part of
@@ -34,9 +34,9 @@ import uuid
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from speedbench.client.load import ClientSettings, ErrorBudgetExceeded, PhaseSpec, record_key
-from speedbench.client.ray_actor import PhaseWorker, boot_id
-from speedbench.client.ray_clock import (
+from speedbench.client.execution.event_loop import ClientSettings, ErrorBudgetExceeded, PhaseSpec, record_key
+from speedbench.client.execution.ray_actor import PhaseWorker, boot_id
+from speedbench.client.execution.ray_clock import (
     CLOCK_PROBES,
     MAX_CLOCK_OFFSET_S,
     MAX_CLOCK_UNCERTAINTY_S,
@@ -45,9 +45,9 @@ from speedbench.client.ray_clock import (
     check_clock,
     estimate_clock,
 )
-from speedbench.client.recording import load_existing
-from speedbench.client.workers import done_maps, partition_phase
-from speedbench.client.workload import Conversation
+from speedbench.client.recording.writer import load_existing
+from speedbench.client.execution.processes import done_maps, partition_phase
+from speedbench.client.data.workload import Conversation
 from speedbench.records import MANIFEST_NAME
 from speedbench.tokenization.target import TOKENIZER_FILES
 

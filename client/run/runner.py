@@ -3,7 +3,7 @@
 ``RUN_DIR`` receives ``manifest.json`` (``speedbench.records.RunManifest``), ``records.jsonl``
 (``speedbench.records.TurnRecord`` per line), ``counters.jsonl`` (one line per load point:
 Prometheus snapshots before and after its measured phase) and ``results.json``
-(``speedbench.client.analysis``). Restarting the same command on the same ``RUN_DIR`` resumes:
+(``speedbench.metrics.run_results``). Restarting the same command on the same ``RUN_DIR`` resumes:
 the manifest must match (same engine, dataset, tokenizer and options), records already written
 are kept, and only missing request-turns run. A load point whose requests were split across two
 invocations keeps its records but its counter deltas are marked incomplete.
@@ -18,14 +18,14 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from speedbench.client.counters import CounterSnapshot, scrape
+from speedbench.client.run.counters import CounterSnapshot, scrape
 from speedbench.client.engines import get_adapter
 from speedbench.client.engines.base import SamplingOptions
-from speedbench.client.hub_dataset import hub_source
-from speedbench.client.load import ClientSettings, PhaseSpec, record_key
-from speedbench.client.recording import RECORDS_NAME, load_existing
-from speedbench.client.workers import done_maps, run_event_loop, run_phase_in_workers
-from speedbench.client.workload import (
+from speedbench.client.data.hub_dataset import hub_source
+from speedbench.client.execution.event_loop import ClientSettings, PhaseSpec, record_key
+from speedbench.client.recording.writer import RECORDS_NAME, load_existing
+from speedbench.client.execution.processes import done_maps, run_event_loop, run_phase_in_workers
+from speedbench.client.data.workload import (
     Conversation,
     dataset_fingerprint,
     dataset_manifest_hash,
@@ -33,7 +33,7 @@ from speedbench.client.workload import (
     resolve_dataset,
     tokenize_first_turns,
 )
-from speedbench.client.source_check import counter_warnings, request_stats_warnings
+from speedbench.client.run.source_check import counter_warnings, request_stats_warnings
 from speedbench.metrics.run_results import compute_results, read_counter_points
 from speedbench.records import COUNTERS_NAME, MANIFEST_NAME, RESULTS_NAME, RunManifest, read_records
 from speedbench.settings import MAX_ERRORS, READ_TIMEOUT_S, REQUEST_TIMEOUT_S
@@ -67,7 +67,7 @@ class RunOptions:
     model: str | None = None
     extra_body: dict[str, Any] = field(default_factory=dict)
     workers: int = 1
-    ray: str | None = None  # a Ray cluster's address: the workers run there as actors (ray_workers)
+    ray: str | None = None  # a Ray cluster's address: the workers run there as actors (execution.ray_pool)
     warmup: int = 0  # requests per load point run first and excluded from results
     max_errors: int = MAX_ERRORS
     request_timeout_s: float | None = REQUEST_TIMEOUT_S
@@ -152,7 +152,7 @@ def attach_request_stats(adapter, records_path: Path, draft_length: int | None) 
             record.engine_stats = stats
             joined += 1
     if joined:
-        from speedbench.client.recording import _encode
+        from speedbench.client.recording.writer import _encode
 
         temporary = records_path.with_suffix(".jsonl.tmp")
         temporary.write_bytes(b"".join(_encode(r.to_dict()) + b"\n" for r in records))
@@ -255,7 +255,7 @@ def _ray_pool(options: RunOptions, log):
     """``--ray``: the actors, joined, placed and their clocks probed before any request; else None."""
     if not options.ray:
         return None
-    from speedbench.client.ray_workers import RayWorkerPool
+    from speedbench.client.execution.ray_pool import RayWorkerPool
 
     return RayWorkerPool(options.ray, options.workers, options.tokenizer, options.out, log)
 

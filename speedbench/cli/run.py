@@ -95,11 +95,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from speedbench.client.engines.base import SamplingOptions
-    from speedbench.client.load import ErrorBudgetExceeded
-    from speedbench.client.ray_workers import RayClusterError
-    from speedbench.client.reporting import format_summary
-    from speedbench.client.runner import DEFAULT_CONCURRENCY, RunConfigError, RunOptions, execute_run
-    from speedbench.client.workload import WorkloadError
+    from speedbench.client.execution.event_loop import ErrorBudgetExceeded
+    from speedbench.client.execution.ray_pool import RayClusterError
+    from speedbench.client.recording.summary import format_summary
+    from speedbench.client.run.runner import DEFAULT_CONCURRENCY, RunConfigError, RunOptions, execute_run
+    from speedbench.client.data.workload import WorkloadError
     from speedbench.tokenization.target import TokenizerError
 
     options = RunOptions(

@@ -12,7 +12,7 @@ What each engine's counters count (from their source; ``docs/engine-wire-formats
 - TensorRT-LLM ``trtllm_spec_decode_num_draft_tokens_total`` / ``..._accepted_tokens_total`` at
   ``/prometheus/metrics`` (``return_perf_metrics`` and ``enable_iter_perf_stats``).
 
-Deltas are summed over every label but ``position`` (``speedbench.client.counters``).
+Deltas are summed over every label but ``position`` (``speedbench.client.run.counters``).
 """
 from __future__ import annotations
 

@@ -294,8 +294,8 @@ def test_a_real_client_run(tmp_path, models_dir, capsys):
     """Records written by the real `speedbench run` against the vLLM stand-in, whose id at output
     position p is (7p + 3) % 500 + 3 = 7p + 6 (p < 71): with 40 tokens a request, a vocabulary of the
     ids below 100 keeps positions 0..13, 14 of every 40 tokens."""
-    from speedbench.client.testing.fixtures import run_cli, story_rows, write_dataset
-    from speedbench.client.testing.standin import Simulation, StandinServer
+    from tests.standins.fixtures import run_cli, story_rows, write_dataset
+    from tests.standins.standin import Simulation, StandinServer
 
     dataset = write_dataset(tmp_path / "speed-bench", story_rows(6))
     with StandinServer("vllm", Simulation(conditional_rates=[0.8, 0.5, 0.3], step_s=0.001)) as server:

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from speedbench.client.testing.fixtures import story_rows, write_dataset
+from tests.standins.fixtures import story_rows, write_dataset
 
 
 @pytest.fixture()

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from speedbench.client.counters import CounterSnapshot, counter_delta, parse_prometheus
+from speedbench.client.run.counters import CounterSnapshot, counter_delta, parse_prometheus
 from speedbench.client.engines import get_adapter
 from speedbench.client.engines.base import SamplingOptions, StreamError, StreamState
 

@@ -4,8 +4,8 @@ import json
 
 import pyarrow.parquet as pq
 
-from speedbench.client.testing.fixtures import story_rows, write_dataset
-from speedbench.client.workload import dataset_fingerprint, dataset_manifest_hash
+from tests.standins.fixtures import story_rows, write_dataset
+from speedbench.client.data.workload import dataset_fingerprint, dataset_manifest_hash
 
 
 def _independent_fingerprint(rows):

@@ -8,9 +8,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from speedbench.client.testing.fixtures import read_jsonl, run_cli, story_rows, write_dataset
-from speedbench.client.testing.standin import StandinServer
-from speedbench.client.workload import WorkloadError, dataset_fingerprint, load_conversations
+from tests.standins.fixtures import read_jsonl, run_cli, story_rows, write_dataset
+from tests.standins.standin import StandinServer
+from speedbench.client.data.workload import WorkloadError, dataset_fingerprint, load_conversations
 from speedbench.schema import PLACEHOLDER_PREFIX, DatasetRow, rows_to_table
 
 

@@ -12,8 +12,8 @@ import pytest
 
 from speedbench.client.engines import get_adapter
 from speedbench.client.engines.base import StreamState
-from speedbench.client.testing.fixtures import read_jsonl, run_cli, story_rows, write_dataset
-from speedbench.client.testing.standin import Simulation, StandinServer
+from tests.standins.fixtures import read_jsonl, run_cli, story_rows, write_dataset
+from tests.standins.standin import Simulation, StandinServer
 
 RATES = [0.85, 0.6, 0.35]
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from speedbench.client.load import record_key
-from speedbench.client.testing.fixtures import read_jsonl, run_cli, story_rows, write_dataset
-from speedbench.client.testing.standin import Simulation, StandinServer, prompt_key
+from speedbench.client.execution.event_loop import record_key
+from tests.standins.fixtures import read_jsonl, run_cli, story_rows, write_dataset
+from tests.standins.standin import Simulation, StandinServer, prompt_key
 from speedbench.schema import PLACEHOLDER_PREFIX, DatasetRow
 
 FAULTS = ["http_429", "http_500", "drop", "malformed_line", "malformed_json", "malformed_body", "hang"]

@@ -14,10 +14,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from speedbench.client.hub_dataset import HubDatasetId, fetch_command, parse_hub_id
-from speedbench.client.testing.fixtures import read_jsonl, story_rows, write_dataset
-from speedbench.client.testing.standin import StandinServer
-from speedbench.client.workload import WorkloadError, dataset_fingerprint, load_conversations, resolve_dataset
+from speedbench.client.data.hub_dataset import HubDatasetId, fetch_command, parse_hub_id
+from tests.standins.fixtures import read_jsonl, story_rows, write_dataset
+from tests.standins.standin import StandinServer
+from speedbench.client.data.workload import WorkloadError, dataset_fingerprint, load_conversations, resolve_dataset
 from speedbench.schema import PLACEHOLDER_PREFIX, DatasetRow, rows_to_table
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

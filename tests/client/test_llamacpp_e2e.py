@@ -10,7 +10,7 @@ import urllib.request
 
 import pytest
 
-from speedbench.client.testing.fixtures import read_jsonl, run_cli, story_rows, write_dataset
+from tests.standins.fixtures import read_jsonl, run_cli, story_rows, write_dataset
 
 
 def _http_json(url: str, body: dict | None = None):

@@ -11,7 +11,7 @@ from aiohttp import web
 
 from speedbench.client.engines import get_adapter
 from speedbench.client.engines.base import StreamState
-from speedbench.client.stream import engine_token_ids, stream_request
+from speedbench.client.execution.stream import engine_token_ids, stream_request
 
 
 def _event(content, tokens, n, ms, stop=False, **final):

@@ -7,9 +7,9 @@ import math
 import random
 import time
 
-from speedbench.client.load import ClosedLoop, OpenLoop, PhaseSpec, load_shape_for
-from speedbench.client.runner import poisson_offsets_ns
-from speedbench.client.workload import Conversation
+from speedbench.client.execution.event_loop import ClosedLoop, OpenLoop, PhaseSpec, load_shape_for
+from speedbench.client.run.runner import poisson_offsets_ns
+from speedbench.client.data.workload import Conversation
 
 
 def _conversations(count: int) -> list[Conversation]:

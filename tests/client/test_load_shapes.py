@@ -7,10 +7,10 @@ import random
 
 import pytest
 
-from speedbench.client.runner import poisson_offsets_ns
-from speedbench.client.testing.fixtures import read_jsonl, run_cli, story_rows, write_dataset
-from speedbench.client.testing.standin import Simulation, StandinServer
-from speedbench.client.workers import split_concurrency
+from speedbench.client.run.runner import poisson_offsets_ns
+from tests.standins.fixtures import read_jsonl, run_cli, story_rows, write_dataset
+from tests.standins.standin import Simulation, StandinServer
+from speedbench.client.execution.processes import split_concurrency
 
 
 def test_poisson_offsets_are_seeded_exponential_gaps():

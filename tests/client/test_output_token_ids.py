@@ -12,8 +12,8 @@ import pytest
 
 from speedbench.client.engines import get_adapter
 from speedbench.client.engines.base import StreamState
-from speedbench.client.stream import engine_token_ids
-from speedbench.client.workload import encode_turn, encode_turn_exact
+from speedbench.client.execution.stream import engine_token_ids
+from speedbench.client.data.workload import encode_turn, encode_turn_exact
 from speedbench.records import TurnRecord
 
 WIRE = Path(__file__).resolve().parents[2].parent / "shared" / "wire" / "vllm-0.32.0-cpu"
@@ -167,8 +167,8 @@ def test_trtllm_keeps_token_ids_when_its_stream_carries_them():
 def test_a_resumed_conversation_splices_the_recorded_answer_ids(tmp_path, models_dir):
     """Turns 1 and 2 of a 3-turn row are cut from records.jsonl; the resumed turn 1 must get the
     same prompt as in the first run (turn 0's engine ids spliced), not its text re-encoded."""
-    from speedbench.client.testing.fixtures import read_jsonl, run_cli, story_rows, write_dataset
-    from speedbench.client.testing.standin import StandinServer
+    from tests.standins.fixtures import read_jsonl, run_cli, story_rows, write_dataset
+    from tests.standins.standin import StandinServer
 
     dataset = write_dataset(tmp_path / "d", story_rows(1, multiturn_every=1))
     out = tmp_path / "r"

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from speedbench.client.load import PhaseSpec
-from speedbench.client.ray_actor import shift_line
-from speedbench.client.ray_clock import ClockOffsetError, check_clock, estimate_clock
-from speedbench.client.workers import partition_phase, split_concurrency
-from speedbench.client.workload import Conversation
+from speedbench.client.execution.event_loop import PhaseSpec
+from speedbench.client.execution.ray_actor import shift_line
+from speedbench.client.execution.ray_clock import ClockOffsetError, check_clock, estimate_clock
+from speedbench.client.execution.processes import partition_phase, split_concurrency
+from speedbench.client.data.workload import Conversation
 
 MS = 1_000_000
 
@@ -78,7 +78,7 @@ def test_shift_line_moves_times_onto_the_driver_timeline():
 
 
 def test_sink_writes_each_key_once(tmp_path):
-    from speedbench.client.ray_workers import _Sink
+    from speedbench.client.execution.ray_pool import _Sink
 
     path = tmp_path / "records.jsonl"
     sink = _Sink(str(path), {"c1/a/0": "done before"})
@@ -114,11 +114,11 @@ def test_ray_is_optional_and_its_absence_is_a_clear_error(monkeypatch):
     import sys
 
     # Nothing but --ray imports ray: the client, its Ray modules and the CLI import without it.
-    code = ("import sys; sys.modules['ray'] = None; import speedbench.cli.run, speedbench.client.runner, "
-            "speedbench.client.ray_workers, speedbench.client.ray_actor; print('ok')")
+    code = ("import sys; sys.modules['ray'] = None; import speedbench.cli.run, speedbench.client.run.runner, "
+            "speedbench.client.execution.ray_pool, speedbench.client.execution.ray_actor; print('ok')")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
-    from speedbench.client.ray_workers import RayClusterError, connect
+    from speedbench.client.execution.ray_pool import RayClusterError, connect
 
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(RayClusterError, match=r"--ray needs Ray: pip install 'speed-bench\[ray\]'"):
@@ -126,8 +126,8 @@ def test_ray_is_optional_and_its_absence_is_a_clear_error(monkeypatch):
 
 
 def test_a_lost_open_loop_share_is_rerun_from_its_missing_conversations(tmp_path):
-    from speedbench.client.load import ClientSettings
-    from speedbench.client.ray_workers import RayWorkerPool, _Actor
+    from speedbench.client.execution.event_loop import ClientSettings
+    from speedbench.client.execution.ray_pool import RayWorkerPool, _Actor
     from speedbench.records import TurnRecord
 
     conversations = _conversations(6)

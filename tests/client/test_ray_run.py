@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from speedbench.client.testing.fixtures import read_jsonl, run_cli, story_rows, write_dataset
-from speedbench.client.testing.ray_cluster import LocalRayCluster, cluster_env, free_port
-from speedbench.client.testing.standin import Simulation, StandinServer, prompt_key
-from speedbench.client.workload import load_conversations
+from tests.standins.fixtures import read_jsonl, run_cli, story_rows, write_dataset
+from tests.standins.ray_cluster import LocalRayCluster, cluster_env, free_port
+from tests.standins.standin import Simulation, StandinServer, prompt_key
+from speedbench.client.data.workload import load_conversations
 
 ray = pytest.importorskip("ray")
 pytestmark = pytest.mark.e2e
@@ -167,7 +167,7 @@ def test_killed_actor_is_rerun_without_lost_or_duplicate_records(cluster, tmp_pa
 @pytest.mark.slow
 def test_open_loop_keeps_the_poisson_schedule_and_a_too_small_cluster_is_refused(cluster, tmp_path, models_dir,
                                                                                 capsys):
-    from speedbench.client.runner import poisson_offsets_ns
+    from speedbench.client.run.runner import poisson_offsets_ns
 
     dataset = write_dataset(tmp_path / "d", story_rows(6))
     with StandinServer("vllm") as server:
@@ -264,7 +264,7 @@ def test_a_worker_clock_beyond_the_bound_fails_before_any_request(cluster, tmp_p
                                                                  capsys):
     from dataclasses import replace
 
-    import speedbench.client.ray_workers as ray_workers
+    import speedbench.client.execution.ray_pool as ray_workers
 
     measured = ray_workers.estimate_clock
 
@@ -287,8 +287,8 @@ def test_a_worker_clock_beyond_the_bound_fails_before_any_request(cluster, tmp_p
 def test_measured_shifts_keep_one_common_start(cluster, tmp_path, models_dir, monkeypatch):
     """As on separate hosts: the driver takes the actors for remote, so each one's measured (non-zero)
     shift is applied to its start and to its records; the two must cancel exactly."""
-    import speedbench.client.ray_workers as ray_workers
-    from speedbench.client.runner import poisson_offsets_ns
+    import speedbench.client.execution.ray_pool as ray_workers
+    from speedbench.client.run.runner import poisson_offsets_ns
 
     monkeypatch.setattr(ray_workers, "boot_id", lambda: "another-host")
     dataset = write_dataset(tmp_path / "d", story_rows(6))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from speedbench.client.counters import counter_delta, parse_prometheus
+from speedbench.client.run.counters import counter_delta, parse_prometheus
 from speedbench.client.engines import get_adapter
 from speedbench.client.engines.base import StreamError, StreamState
 from speedbench.metrics.run_results import analyse_point

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from speedbench.client.recording import RecordWriter, load_existing, repair_tail
+from speedbench.client.recording.writer import RecordWriter, load_existing, repair_tail
 from speedbench.records import EngineSpecStats, TurnRecord, read_records
 
 

@@ -10,8 +10,8 @@ import math
 
 import pytest
 
-from speedbench.client.testing.fixtures import read_jsonl, run_cli, story_rows, write_dataset
-from speedbench.client.testing.standin import TRTLLM_FIELDS, Simulation, StandinServer, prompt_key
+from tests.standins.fixtures import read_jsonl, run_cli, story_rows, write_dataset
+from tests.standins.standin import TRTLLM_FIELDS, Simulation, StandinServer, prompt_key
 
 RATES = [0.85, 0.6, 0.35]  # conditional AR_1..AR_3
 ROWS = 8

@@ -18,10 +18,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from speedbench.client import stream
+from speedbench.client.execution import stream
 from speedbench.client.engines import get_adapter
 from speedbench.client.engines.base import StreamError, StreamState
-from speedbench.client.recording import encode_record
+from speedbench.client.recording.writer import encode_record
 from speedbench.records import EngineSpecStats, TurnRecord
 
 WIRE = Path(__file__).resolve().parents[2].parent / "shared" / "wire" / "vllm-0.32.0-cpu"

@@ -14,7 +14,7 @@ from collections import defaultdict
 
 import pytest
 
-from speedbench.client.testing.fixtures import read_jsonl, run_cli, story_rows, write_dataset
+from tests.standins.fixtures import read_jsonl, run_cli, story_rows, write_dataset
 
 K = {"ngram": 3, "draft": 4}
 MAX_TOKENS = 48

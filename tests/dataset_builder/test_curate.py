@@ -105,9 +105,9 @@ def test_rebuild_is_byte_identical_and_uses_the_cache(curated, tmp_path, capsys)
 
 
 def test_the_client_runs_the_curated_config_against_the_standin(curated, models_dir, tmp_path):
-    from speedbench.client.testing.fixtures import read_jsonl
-    from speedbench.client.testing.standin import Simulation, StandinServer
-    from speedbench.client.workload import load_conversations
+    from tests.standins.fixtures import read_jsonl
+    from tests.standins.standin import Simulation, StandinServer
+    from speedbench.client.data.workload import load_conversations
 
     _, root = curated
     conversations = load_conversations(root / "out", "support")

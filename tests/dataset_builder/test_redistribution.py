@@ -163,7 +163,7 @@ def test_placeholder_in_a_later_turn_is_found(sources_dir):
 
 
 def test_workload_refuses_a_placeholder_in_a_later_turn(tmp_path):
-    from speedbench.client.workload import WorkloadError, load_conversations
+    from speedbench.client.data.workload import WorkloadError, load_conversations
 
     rows = [{"question_id": "5" * 32, "category": "qa", "turns": ["A real first turn.", PLACEHOLDER_PREFIX]}]
     path = tmp_path / "data" / "qualitative" / "test-00000-of-00001.parquet"

@@ -210,8 +210,8 @@ def test_real_client_runs_are_compared_token_by_token(tmp_path, models_dir):
     on the position, with or without speculation): identical, then one id changed in the SD run."""
     import dataclasses
 
-    from speedbench.client.testing.fixtures import read_jsonl, run_cli, story_rows, write_dataset
-    from speedbench.client.testing.standin import Simulation, StandinServer
+    from tests.standins.fixtures import read_jsonl, run_cli, story_rows, write_dataset
+    from tests.standins.standin import Simulation, StandinServer
     from speedbench.leaderboard.known_builds import KnownBuilds, describe_dataset
 
     rows = [dataclasses.replace(r, turns=[r.turns[0] + ". " + " ".join(["The sun was hot and bright."] * 120)])

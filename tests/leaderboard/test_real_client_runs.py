@@ -20,8 +20,8 @@ RATES = [0.85, 0.6, 0.35]
 
 @pytest.fixture(scope="module")
 def client_runs(tmp_path_factory, models_dir):
-    from speedbench.client.testing.fixtures import run_cli, story_rows, write_dataset
-    from speedbench.client.testing.standin import Simulation, StandinServer
+    from tests.standins.fixtures import run_cli, story_rows, write_dataset
+    from tests.standins.standin import Simulation, StandinServer
 
     root = tmp_path_factory.mktemp("client_runs")
     rows = story_rows(6)

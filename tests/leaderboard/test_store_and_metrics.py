@@ -213,7 +213,7 @@ def test_known_builds_load_from_env_folder(monkeypatch, known_builds_dir, known_
 
 
 def test_describe_dataset_reads_the_parquet_rows(dataset_dir):
-    from speedbench.client.workload import dataset_fingerprint
+    from speedbench.client.data.workload import dataset_fingerprint
 
     build = describe_dataset(dataset_dir)
     assert sorted(build.configs) == ["qualitative", "throughput_1k"]

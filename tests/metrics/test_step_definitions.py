@@ -109,7 +109,7 @@ def test_format_1_records_are_read_with_the_step_definitions():
 
 
 def test_standin_chunking_merges_steps_after_a_stall():
-    from speedbench.client.testing.standin_sim import Simulation, chunk_groups
+    from tests.standins.standin_sim import Simulation, chunk_groups
 
     sizes = [1, 2, 1, 3, 1, 2, 2]
     # every 3rd decode chunk arrives 0.3 s late holding 2 steps

@@ -12,7 +12,7 @@ were, so a step emits 1 + (accepted drafts) tokens; the prefill emits one token 
 are one chunk per step (``coalesce`` > 1 merges that many steps into one chunk, like a lagging
 vLLM). What was really simulated is kept in ``truth`` (by response id) for tests to compare.
 
-Faults, chosen per request by the sha256 of its prompt ids (``speedbench.client.workload.
+Faults, chosen per request by the sha256 of its prompt ids (``speedbench.client.data.workload.
 prompt_sha256``): ``http_429``, ``http_500``, ``drop`` (connection closed after two chunks),
 ``malformed_line`` (a non-SSE line), ``malformed_json`` (broken JSON in a data line),
 ``malformed_body`` (valid JSON of the wrong shape), ``hang`` (headers, then nothing: a timeout).
@@ -23,7 +23,7 @@ clock right before the write) and the server keeps them per response id (GET ``/
 for measuring a client's own delay.
 
 Run in-process (``StandinServer(...).start()`` serves from a background thread) or as a process:
-``python -m speedbench.client.testing.standin --engine vllm --port 8000 --rates 0.8,0.6,0.4``.
+``python -m tests.standins.standin --engine vllm --port 8000 --rates 0.8,0.6,0.4``.
 """
 from __future__ import annotations
 
@@ -37,8 +37,8 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from speedbench.client.testing.standin_sim import Counters, Simulation, StepPlan, chunk_groups, prompt_key, simulate_steps
-from speedbench.client.testing.standin_wire import (
+from tests.standins.standin_sim import Counters, Simulation, StepPlan, chunk_groups, prompt_key, simulate_steps
+from tests.standins.standin_wire import (
     TRTLLM_FIELDS,
     TRTLLM_STREAM_OPTIONS,
     error_body,

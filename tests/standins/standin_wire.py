@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from speedbench.client.testing.standin_sim import Counters, Simulation, StepPlan
+from tests.standins.standin_sim import Counters, Simulation, StepPlan
 
 # Fields trtllm-serve's CompletionRequest declares (tensorrt_llm/serve/openai_protocol.py, 1.2);
 # kept apart from the client adapter's list on purpose, so a test can catch either being wrong.

@@ -1,0 +1,1 @@
+"""The workload: dataset configs (local folders or Hub ids) -> conversations, first turns tokenized."""

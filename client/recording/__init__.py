@@ -1,0 +1,1 @@
+"""What a run writes as it goes (``records.jsonl``) and the summary it prints."""

@@ -1,0 +1,1 @@
+"""A whole ``speedbench run``: manifest, sweep over load points, resume, counters, joins, results."""
