@@ -1,12 +1,17 @@
-"""The target model's tokenizer, loaded from its files (no torch, no transformers).
+"""The target model's tokenizer: its files, its chat template rendered the way the engines render it.
 
 Prompts are tokenized once, outside the engine, so every engine receives the same token ids.
-A model folder must hold ``tokenizer.json`` (the `tokenizers` library format); the chat
-template comes from ``chat_template.jinja`` or the ``chat_template`` key of
-``tokenizer_config.json`` and is rendered with jinja2 the way Hugging Face's
-``apply_chat_template`` does (sandboxed, ``trim_blocks``/``lstrip_blocks``, ``raise_exception``,
-``strftime_now``, the special-token strings as variables), then encoded **without** adding
-special tokens, because the template already writes them.
+A tokenizer folder must hold ``tokenizer.json`` (the `tokenizers` library format). Chat
+templates are rendered by ``transformers``' ``apply_chat_template`` (the library vLLM and SGLang
+use themselves; it needs no torch), with the folder's own template (``chat_template.jinja``,
+``chat_template.json`` or the ``chat_template`` key of ``tokenizer_config.json``) and the run's
+template arguments (``--chat-template-kwargs``, e.g. ``{"enable_thinking": false}``), then encoded
+**without** adding special tokens, because the template already writes them (what vLLM's
+``/tokenize`` does for messages).
+
+``--tokenizer`` may name a folder or a Hub model id (``ORG/NAME[@REVISION]``): :func:`load_tokenizer`
+reads the tokenizer files of the id from the local Hugging Face cache, downloading them only when
+asked to (``--online``).
 
 Modes:
 - ``encode(text)``: the text alone, no special tokens.
@@ -19,24 +24,28 @@ Fallback when the model has no chat template (e.g. stories260K, a base model): t
 contents are joined with a blank line (``"\\n\\n"``), with nothing marking roles or the
 generation prompt, and encoded in completions mode. So a single-turn row is tokenized exactly
 as in completions mode. ``has_chat_template`` tells which path was taken and the run manifest
-records it.
+records it. Later turns of a conversation: :mod:`speedbench.tokenization.conversation`.
 """
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
-from datetime import datetime
+import os
+import re
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "chat_template.json")
+# What a Hub id's snapshot must bring for the tokenizer and its template (and nothing heavier).
+HUB_TOKENIZER_PATTERNS = (*TOKENIZER_FILES, "special_tokens_map.json", "additional_chat_templates/*")
 FALLBACK_TURN_SEPARATOR = "\n\n"
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?(@[\w./-]+)?$")
 
 
 class TokenizerError(ValueError):
-    """A tokenizer folder that cannot be used, with the file at fault in the message."""
+    """A tokenizer (or template argument) that cannot be used, with the file or option at fault."""
 
 
 def tokenizer_fingerprint(folder: str | Path) -> str:
@@ -74,18 +83,31 @@ def _read_chat_template(folder: Path, config: dict) -> str | None:
     return template or None
 
 
+def template_variables(template: str) -> set[str] | None:
+    """Names a chat template reads from its context (None when jinja2 alone cannot parse it)."""
+    from jinja2 import Environment, meta
+    from jinja2.exceptions import TemplateSyntaxError
+
+    try:
+        return meta.find_undeclared_variables(Environment(extensions=["jinja2.ext.loopcontrols"]).parse(template))
+    except TemplateSyntaxError:  # e.g. transformers' {% generation %} tag
+        return None
+
+
 @dataclass
 class TargetTokenizer:
-    """Tokenizer of the target model; construct with :meth:`from_folder`."""
+    """Tokenizer of the target model; construct with :meth:`from_folder` or :func:`load_tokenizer`."""
 
     folder: Path
     chat_template: str | None
     special_tokens: dict[str, str | None]
     sha256: str
     _tokenizer: Any  # tokenizers.Tokenizer
+    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
+    source: dict[str, Any] | None = None  # the Hub model a --tokenizer id was read from
 
     @classmethod
-    def from_folder(cls, folder: str | Path) -> "TargetTokenizer":
+    def from_folder(cls, folder: str | Path, chat_template_kwargs: dict[str, Any] | None = None) -> "TargetTokenizer":
         from tokenizers import Tokenizer
 
         folder = Path(folder)
@@ -107,17 +129,33 @@ class TargetTokenizer:
             name: _special_token_string(config.get(name))
             for name in ("bos_token", "eos_token", "unk_token", "pad_token")
         }
-        return cls(
-            folder=folder,
-            chat_template=_read_chat_template(folder, config),
-            special_tokens=special,
-            sha256=tokenizer_fingerprint(folder),
-            _tokenizer=tokenizer,
-        )
+        made = cls(folder=folder, chat_template=_read_chat_template(folder, config), special_tokens=special,
+                   sha256=tokenizer_fingerprint(folder), _tokenizer=tokenizer)
+        made.set_chat_template_kwargs(chat_template_kwargs or {})
+        return made
 
     @property
     def has_chat_template(self) -> bool:
         return self.chat_template is not None
+
+    def set_chat_template_kwargs(self, kwargs: dict[str, Any]) -> None:
+        """Template arguments for every rendering; a name the template never reads is refused (a
+        typo such as ``enable_thinkng`` would otherwise change nothing, silently)."""
+        if not isinstance(kwargs, dict):
+            raise TokenizerError(f"--chat-template-kwargs: expected a JSON object, got {kwargs!r}")
+        if kwargs and self.chat_template is None:
+            raise TokenizerError(f"--chat-template-kwargs: {self.folder} has no chat template to pass them to")
+        reads = template_variables(self.chat_template) if kwargs else None
+        unknown = sorted(set(kwargs) - reads) if reads is not None else []
+        if unknown:
+            raise TokenizerError(f"--chat-template-kwargs: the chat template of {self.folder} never reads "
+                                 f"{', '.join(map(repr, unknown))} (it reads: {', '.join(sorted(reads))})")
+        self.chat_template_kwargs = dict(kwargs)
+
+    @property
+    def eos_id(self) -> int | None:
+        eos = self.special_tokens.get("eos_token")
+        return self._tokenizer.token_to_id(eos) if eos else None
 
     def encode(self, text: str) -> list[int]:
         """Token ids of ``text`` without any special tokens added."""
@@ -127,35 +165,41 @@ class TargetTokenizer:
         """Completions mode: no template; the tokenizer adds its own special tokens (e.g. BOS)."""
         return self._tokenizer.encode(text, add_special_tokens=True).ids
 
+    def encode_with_offsets(self, text: str, add_special_tokens: bool) -> tuple[list[int], list[tuple[int, int]]]:
+        """Ids of ``text`` and each token's character span in it ((0, 0) for added special tokens)."""
+        encoding = self._tokenizer.encode(text, add_special_tokens=add_special_tokens)
+        return encoding.ids, [tuple(span) for span in encoding.offsets]
+
     def decode(self, ids: list[int]) -> str:
         return self._tokenizer.decode(ids, skip_special_tokens=True)
 
     @cached_property
-    def _compiled_template(self):
-        from jinja2.sandbox import ImmutableSandboxedEnvironment
-        from jinja2.ext import loopcontrols
+    def _hf(self):
+        """The folder loaded by ``transformers`` (only for rendering templates)."""
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")  # "PyTorch was not found" is expected
+        from transformers import AutoTokenizer
 
-        def raise_exception(message: str):
-            raise TokenizerError(f"chat template of {self.folder}: {message}")
-
-        def tojson(value, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
-            return json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators,
-                              sort_keys=sort_keys)
-
-        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
-        env.filters["tojson"] = tojson
-        env.globals["raise_exception"] = raise_exception
-        env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
-        return env.from_string(self.chat_template)
+        try:
+            return AutoTokenizer.from_pretrained(str(self.folder), local_files_only=True)
+        except Exception as error:  # transformers raises OSError, ValueError, KeyError ... by file
+            raise TokenizerError(f"{self.folder}: transformers cannot load this tokenizer: {error}") from error
 
     def render_chat(self, messages: list[dict[str, str]], add_generation_prompt: bool = True) -> str:
         """The chat template applied as text (or the documented fallback when there is none)."""
         if self.chat_template is None:
             return FALLBACK_TURN_SEPARATOR.join(message["content"] for message in messages)
-        variables = {k: v for k, v in self.special_tokens.items() if v is not None}
-        return self._compiled_template.render(
-            messages=messages, add_generation_prompt=add_generation_prompt, **variables
-        )
+        from jinja2.exceptions import TemplateError
+
+        hf = self._hf
+        # The folder's template as transformers found it; ours when it looks elsewhere for it.
+        template = None if hf.chat_template else self.chat_template
+        try:
+            return hf.apply_chat_template(messages, tokenize=False, add_generation_prompt=add_generation_prompt,
+                                          chat_template=template, **self.chat_template_kwargs)
+        except TemplateError as error:
+            given = f" with --chat-template-kwargs {json.dumps(self.chat_template_kwargs)}" \
+                if self.chat_template_kwargs else ""
+            raise TokenizerError(f"chat template of {self.folder}{given}: {error}") from error
 
     def encode_chat(self, messages: list[dict[str, str]], add_generation_prompt: bool = True) -> list[int]:
         """Token ids of a conversation, as the target model sees it at generation time."""
@@ -163,3 +207,44 @@ class TargetTokenizer:
         if self.chat_template is None:
             return self.encode_completion(text)
         return self.encode(text)
+
+
+def parse_hub_model_id(text: str) -> tuple[str, str | None] | None:
+    """``(repo_id, revision)`` of ``ORG/NAME[@REVISION]`` (or ``NAME``), None for anything else."""
+    if not _HUB_ID.match(text) or text.startswith((".", "/")) or ".." in text:
+        return None
+    repo_id, _, revision = text.partition("@")
+    return repo_id, revision or None
+
+
+def load_tokenizer(spec: str | Path, online: bool = False,
+                   chat_template_kwargs: dict[str, Any] | None = None) -> TargetTokenizer:
+    """``--tokenizer``: a folder, or a Hub model id read from the local HF cache (fetched when ``online``)."""
+    if Path(spec).is_dir():
+        return TargetTokenizer.from_folder(spec, chat_template_kwargs)
+    parsed = parse_hub_model_id(str(spec))
+    if parsed is None:
+        raise TokenizerError(f"--tokenizer {spec}: neither a folder nor a Hub model id (ORG/NAME[@REVISION])")
+    folder = hub_tokenizer_folder(*parsed, online=online, spec=str(spec))
+    tokenizer = TargetTokenizer.from_folder(folder, chat_template_kwargs)
+    tokenizer.source = {"repo_id": parsed[0], "revision": parsed[1], "commit": folder.name}
+    return tokenizer
+
+
+def hub_tokenizer_folder(repo_id: str, revision: str | None, online: bool, spec: str) -> Path:
+    """The snapshot folder of a Hub model's tokenizer files (the cache only, unless ``online``)."""
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
+
+    try:
+        folder = Path(snapshot_download(repo_id, revision=revision, allow_patterns=list(HUB_TOKENIZER_PATTERNS),
+                                        local_files_only=not online))
+    except LocalEntryNotFoundError as error:
+        hint = "" if online else "; pass --online to download it (HF_ENDPOINT, HF_TOKEN)"
+        raise TokenizerError(f"--tokenizer {spec}: not in the local Hugging Face cache{hint} ({error})") from None
+    except (HfHubHTTPError, OSError, ValueError) as error:
+        raise TokenizerError(f"--tokenizer {spec}: cannot be fetched from the Hub: {error}") from None
+    if not (folder / "tokenizer.json").is_file():
+        raise TokenizerError(f"--tokenizer {spec}: the model has no tokenizer.json (files in {folder}: "
+                             f"{', '.join(sorted(p.name for p in folder.iterdir())) or 'none'})")
+    return folder

@@ -25,7 +25,9 @@ def stories(models_dir):
 @pytest.fixture()
 def templated_folder(tmp_path, models_dir):
     shutil.copy(models_dir / "tokenizer.json", tmp_path / "tokenizer.json")
-    config = {"bos_token": "<s>", "eos_token": {"content": "</s>"}, "chat_template": LLAMA2_TEMPLATE}
+    eos = {"__type": "AddedToken", "content": "</s>", "lstrip": False, "normalized": False, "rstrip": False,
+           "single_word": False, "special": True}  # the AddedToken form transformers writes
+    config = {"bos_token": "<s>", "eos_token": eos, "chat_template": LLAMA2_TEMPLATE}
     (tmp_path / "tokenizer_config.json").write_text(json.dumps(config))
     return tmp_path
 
@@ -76,3 +78,74 @@ def test_fingerprint_changes_with_files(templated_folder):
 def test_missing_tokenizer_json_named(tmp_path):
     with pytest.raises(TokenizerError, match="tokenizer.json"):
         TargetTokenizer.from_folder(tmp_path)
+
+
+# A template with a thinking switch, written for these tests (the shape of Qwen3's).
+THINKING_TEMPLATE = (
+    "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>{% if enable_thinking is defined and not enable_thinking %}"
+    "<think></think>{% endif %}{% endif %}"
+    "{% if reasoning_effort is defined and reasoning_effort not in ['low', 'high'] %}"
+    "{{ raise_exception('reasoning_effort must be low or high') }}{% endif %}"
+)
+
+
+def _thinking_folder(folder, models_dir):
+    shutil.copy(models_dir / "tokenizer.json", folder / "tokenizer.json")
+    (folder / "tokenizer_config.json").write_text(json.dumps({"eos_token": "</s>", "chat_template": THINKING_TEMPLATE}))
+    return folder
+
+
+def test_chat_template_kwargs_reach_the_template(tmp_path, models_dir):
+    folder = _thinking_folder(tmp_path, models_dir)
+    messages = [{"role": "user", "content": "Hi"}]
+    assert TargetTokenizer.from_folder(folder).render_chat(messages) == "<|user|>Hi\n<|assistant|>"
+    off = TargetTokenizer.from_folder(folder, {"enable_thinking": False})
+    assert off.render_chat(messages) == "<|user|>Hi\n<|assistant|><think></think>"
+    assert off.encode_chat(messages) == off.encode("<|user|>Hi\n<|assistant|><think></think>")
+
+
+def test_bad_chat_template_kwargs_name_the_option(tmp_path, models_dir):
+    folder = _thinking_folder(tmp_path, models_dir)
+    with pytest.raises(TokenizerError, match=r"--chat-template-kwargs: the chat template .* never reads 'enable_thinkng'"):
+        TargetTokenizer.from_folder(folder, {"enable_thinkng": False})
+    rejected = TargetTokenizer.from_folder(folder, {"reasoning_effort": "extreme"})
+    with pytest.raises(TokenizerError, match=r"--chat-template-kwargs \{\"reasoning_effort\": \"extreme\"\}: "
+                                             r"reasoning_effort must be low or high"):
+        rejected.encode_chat([{"role": "user", "content": "x"}])
+    with pytest.raises(TokenizerError, match="has no chat template"):
+        TargetTokenizer.from_folder(models_dir, {"enable_thinking": False})
+
+
+def _hub_cache(root, repo_id, files, commit="0123456789abcdef0123456789abcdef01234567"):
+    """The Hugging Face cache layout (models--ORG--NAME/refs/main, snapshots/<commit>/...), written by hand."""
+    repo = root / ("models--" + repo_id.replace("/", "--"))
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(commit)
+    snapshot = repo / "snapshots" / commit
+    snapshot.mkdir(parents=True)
+    for name, source in files.items():
+        shutil.copy(source, snapshot / name)
+    return commit
+
+
+def test_tokenizer_as_a_hub_id_from_the_cache(tmp_path, models_dir, monkeypatch):
+    import huggingface_hub.constants
+
+    from speedbench.tokenization.target import load_tokenizer
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path))
+    commit = _hub_cache(tmp_path, "karpathy/stories260K", {"tokenizer.json": models_dir / "tokenizer.json",
+                                                           "tokenizer_config.json": models_dir / "tokenizer_config.json"})
+    tok = load_tokenizer("karpathy/stories260K")
+    assert tok.encode_completion("Once upon a time") == [1, 403, 407, 261, 378]
+    assert tok.sha256 == tokenizer_fingerprint(models_dir)
+    assert tok.source == {"repo_id": "karpathy/stories260K", "revision": None, "commit": commit}
+    with pytest.raises(TokenizerError, match=r"--tokenizer someone/missing: not in the local Hugging Face cache; "
+                                             r"pass --online"):
+        load_tokenizer("someone/missing")
+    _hub_cache(tmp_path, "someone/weights-only", {"config.json": models_dir / "tokenizer_config.json"})
+    with pytest.raises(TokenizerError, match=r"--tokenizer someone/weights-only: the model has no tokenizer.json"):
+        load_tokenizer("someone/weights-only")
+    with pytest.raises(TokenizerError, match="neither a folder nor a Hub model id"):
+        load_tokenizer(str(tmp_path / "no" / "such" / "folder"))
