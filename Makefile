@@ -11,7 +11,7 @@ export SPEEDBENCH_SOURCES SPEEDBENCH_MODELS
 OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 HF_HUB_DISABLE_TELEMETRY=1 \
 	GRADIO_ANALYTICS_ENABLED=False TOKENIZERS_PARALLELISM=false
 
-.PHONY: install test demo clean vllm
+.PHONY: install test demo clean vllm docs
 
 $(VENV)/.installed: pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -30,12 +30,17 @@ vllm: $(VLLM_VENV)/.installed
 # The tests marked vllm need .venv-vllm (they fail, naming `make vllm`, without it).
 test: install vllm
 	$(OFFLINE) $(PY) -m pytest $(PYTEST_ARGS)
+	$(MAKE) docs
+
+# The documentation site (mkdocs.yml): strict, so a broken link or a page missing from the nav fails.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 demo: install
 	$(OFFLINE) $(VENV)/bin/speedbench demo --sources $(SPEEDBENCH_SOURCES)
 
 clean:
-	rm -rf $(VENV) $(VLLM_VENV) speed-bench demo-output
+	rm -rf $(VENV) $(VLLM_VENV) speed-bench demo-output site
 
 # The browser tests drive the system Chromium (never a downloaded one). `make test` installs it
 # the way .ci/run does, or stops with the command to run: the browser tests never skip silently.
