@@ -64,6 +64,7 @@ from speedbench.metrics.acceptance_trimming import AcceptanceWarning, TrimRules,
 from speedbench.metrics.latency import DistributionStats, distribution_stats
 from speedbench.metrics.record_acceptance import _chunks_verified
 from speedbench.metrics.results import JsonDataclass
+from speedbench.metrics.steps import placeholder_step
 from speedbench.metrics.validation import MetricInputError, as_ragged_counts
 
 THINKING, ANSWER = "thinking", "answer"
@@ -213,7 +214,9 @@ def per_step_accepted(record) -> list[int] | None:
     value = raw.get("per_step_accepted")
     if not (isinstance(value, list) and value and all(isinstance(v, int) and not isinstance(v, bool) for v in value)):
         return None
-    if stats.decode_steps is not None and int(stats.decode_steps) > len(value):
+    if placeholder_step(record):  # vLLM's prefix-cache placeholder is no step (speedbench.metrics.steps)
+        value = value[1:]
+    elif stats.decode_steps is not None and int(stats.decode_steps) > len(value):
         return None
     return value
 

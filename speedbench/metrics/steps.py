@@ -16,6 +16,17 @@ as the engine counts them and ``P`` of those accepted past ``max_tokens`` (never
 The two are equal when every decode step drafts and nothing was cut at ``max_tokens``.
 Engines report ``A`` and usually ``S_drafted`` but not ``D``; :func:`derive_decode_steps` gets it
 from the identity. See ``speedbench/records.py`` for the record fields.
+
+**vLLM's prefix-cache placeholder step.** vLLM 0.32 pads a new request whose prompt is cached
+except for its last token (prompt length - 1 a multiple of the block size, the blocks cached)
+to ``1 + K`` tokens, with K placeholder drafts, and counts that prefill as one drafted step that
+accepted 0 (``v1/core/sched/scheduler.py``: the padding of new decode requests, and the
+spec-decoding statistics of every scheduled draft). No draft was proposed: it is not a step of
+speculative decoding. :func:`placeholder_step` recognises it from vLLM's per-step detail
+(``--per-request-spec-decode-metrics detailed``): the first entry is 0 and every entry plus one
+equals the token-carrying chunk at its place, the prefill's lone-token chunk included (the last
+chunk may be shorter: drafts accepted past ``max_tokens``). :func:`record_steps` removes it (one
+drafted step, its K drafted tokens, one ``h_0``) and counts it in ``placeholder_steps``.
 """
 from __future__ import annotations
 
@@ -61,11 +72,39 @@ class StepCounts:
     accepted_tokens: int
     accepted_past_max_tokens: int
     output_tokens: int
+    acceptance_histogram: list[int] | None = None  # h_0..h_K over drafted steps, placeholder removed
+    placeholder_steps: int = 0  # vLLM prefix-cache placeholder steps removed (0 or 1)
 
     @property
     def decode_tokens(self) -> int:
         """Tokens emitted by the decode steps (the prefill's token excluded)."""
         return max(0, self.output_tokens - 1)
+
+
+def placeholder_step(record) -> bool:
+    """Whether the record's first drafted step is vLLM's prefix-cache placeholder (module doc)."""
+    stats = record.engine_stats
+    raw = stats.raw if stats is not None and isinstance(stats.raw, dict) else {}
+    per_step = raw.get("per_step_accepted")
+    if not (isinstance(per_step, list) and per_step and all(type(a) is int and a >= 0 for a in per_step)):
+        return False
+    chunks = [t for t in record.chunk_tokens if t > 0]
+    if per_step[0] != 0 or len(per_step) != len(chunks) or (chunks and chunks[0] != 1):
+        return False
+    sizes = [a + 1 for a in per_step]
+    return sizes[:-1] == chunks[:-1] and 1 <= chunks[-1] <= sizes[-1]
+
+
+def _without_placeholder(stats, k: int | None) -> tuple[int | None, int | None, list[int] | None]:
+    """(drafted steps, drafted tokens, histogram) of ``stats`` less one placeholder step of K drafts."""
+    drafted_steps = stats.drafted_steps if stats.drafted_steps is not None else stats.verify_steps
+    histogram = list(stats.acceptance_histogram) if stats.acceptance_histogram else None
+    if histogram and histogram[0] > 0:
+        histogram[0] -= 1
+    drafted_tokens = stats.draft_tokens
+    if drafted_tokens is not None and k:
+        drafted_tokens = max(0, drafted_tokens - k)
+    return (None if drafted_steps is None else max(0, drafted_steps - 1)), drafted_tokens, histogram
 
 
 def record_steps(record) -> StepCounts | None:
@@ -80,6 +119,15 @@ def record_steps(record) -> StepCounts | None:
     stats = record.engine_stats
     if stats is None or stats.accepted_tokens is None or not stats.exact:
         return None
+    if placeholder_step(record):
+        k = stats.draft_length or (stats.raw or {}).get("num_spec_tokens")
+        drafted_steps, drafted_tokens, histogram = _without_placeholder(stats, k)
+        chunk_steps = sum(1 for t in record.chunk_tokens[1:] if t > 0)
+        decode, past = derive_decode_steps(record.output_tokens, stats.accepted_tokens, drafted_steps, chunk_steps)
+        return StepCounts(decode_steps=decode, drafted_steps=drafted_steps, drafted_tokens=drafted_tokens,
+                          accepted_tokens=int(stats.accepted_tokens), accepted_past_max_tokens=past,
+                          output_tokens=int(record.output_tokens), acceptance_histogram=histogram,
+                          placeholder_steps=1)
     drafted_steps = stats.drafted_steps
     if drafted_steps is None and stats.decode_steps is None and stats.verify_steps is not None:
         if not str(stats.source).startswith("llamacpp"):
@@ -98,7 +146,8 @@ def record_steps(record) -> StepCounts | None:
         past = max(0, decode + int(stats.accepted_tokens) - max(0, int(record.output_tokens) - 1))
     return StepCounts(decode_steps=decode, drafted_steps=drafted_steps, drafted_tokens=stats.draft_tokens,
                       accepted_tokens=int(stats.accepted_tokens), accepted_past_max_tokens=past,
-                      output_tokens=int(record.output_tokens))
+                      output_tokens=int(record.output_tokens),
+                      acceptance_histogram=list(stats.acceptance_histogram) if stats.acceptance_histogram else None)
 
 
 def tokens_per_decode_step(decode_tokens, decode_steps) -> np.ndarray:
@@ -109,5 +158,5 @@ def tokens_per_decode_step(decode_tokens, decode_steps) -> np.ndarray:
         return t / d
 
 
-__all__ = ["AL_DRAFTED", "TOKENS_PER_DECODE_STEP", "StepCounts", "derive_decode_steps", "record_steps",
+__all__ = ["AL_DRAFTED", "TOKENS_PER_DECODE_STEP", "StepCounts", "derive_decode_steps", "placeholder_step", "record_steps",
            "tokens_per_decode_step"]
