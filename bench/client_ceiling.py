@@ -167,7 +167,8 @@ def _cpu_now() -> float:
 def measure_ours(url: str, concurrency: int, workers: int, requests: int, max_tokens: int, dataset: Path,
                  out: Path) -> tuple[Point, dict]:
     from speedbench.client.engines.base import SamplingOptions
-    from speedbench.client.run.runner import RunOptions, execute_run
+    from speedbench.client.run.options import RunOptions
+    from speedbench.client.run.runner import execute_run
 
     options = RunOptions(engine="vllm", url=url, tokenizer=str(MODELS), dataset=str(dataset), config="tiny",
                          out=str(out), limit=requests, concurrency=[concurrency], workers=workers,

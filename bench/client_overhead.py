@@ -94,7 +94,8 @@ def server_truth(log: dict, ids, step_s: float):
 
 def run_ours(url: str, concurrency: int, workers: int, requests: int, dataset: Path, out: Path, server: Server):
     from speedbench.client.engines.base import SamplingOptions
-    from speedbench.client.run.runner import RunOptions, execute_run
+    from speedbench.client.run.options import RunOptions
+    from speedbench.client.run.runner import execute_run
     from speedbench.records import read_records
 
     log_before = set(server.log()["send_ns"])

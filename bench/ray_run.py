@@ -28,7 +28,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # the stand-ins are test code: tests.standins, not installed
 
 from speedbench.client.engines.base import SamplingOptions  # noqa: E402
-from speedbench.client.run.runner import RunOptions, execute_run  # noqa: E402
+from speedbench.client.run.options import RunOptions  # noqa: E402
+from speedbench.client.run.runner import execute_run  # noqa: E402
 from tests.standins.fixtures import story_rows, write_dataset  # noqa: E402
 from tests.standins.ray_cluster import LocalRayCluster, cluster_env, free_port  # noqa: E402
 

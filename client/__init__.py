@@ -5,12 +5,15 @@
   per-request SD statistics, server description, Prometheus counter names.
 - ``data/``: the workload: ``workload.py`` (dataset config -> conversations, first turns
   tokenized once), ``hub_dataset.py`` (a Hub dataset id read through the ``datasets`` cache).
-- ``execution/``: sending the requests: ``stream.py`` (one streamed request, every event stamped
-  on the monotonic clock), ``event_loop.py`` (one worker's phase in one event loop: closed or
-  open loop, multi-turn conversations, the error budget), ``processes.py`` (``--workers N``
+- ``load/``: load shapes: ``shapes.py`` (closed loop at fixed concurrency, open loop with seeded
+  Poisson arrivals): when each conversation starts.
+- ``execution/``: sending the requests: ``phase.py`` (what every executor shares: client
+  settings, the phase spec, record keys, the error budget), ``stream.py`` (one streamed request,
+  every event stamped on the monotonic clock), ``event_loop.py`` (one worker's phase in one event
+  loop under its load shape, multi-turn conversations), ``processes.py`` (``--workers N``
   local processes on a common start), ``ray_pool.py`` / ``ray_actor.py`` / ``ray_clock.py``
   (``--ray``: the same workers as Ray actors on a cluster, clock offsets measured).
-- ``run/``: orchestration of a whole run: ``runner.py`` (manifest, sweep over load points,
+- ``run/``: orchestration of a whole run: ``options.py`` (``RunOptions``), ``runner.py`` (manifest, sweep over load points,
   resume, counters, the TensorRT-LLM ``/perf_metrics`` join, results), ``counters.py``
   (Prometheus scrape and deltas), ``source_check.py`` (warnings when an acceptance source is missing).
 - ``recording/``: ``writer.py`` (``records.jsonl`` appended per request-turn; resume),

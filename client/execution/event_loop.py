@@ -1,10 +1,8 @@
-"""Load shapes, run inside one event loop: closed loop at fixed concurrency, open loop (Poisson).
+"""One worker's share of a phase, run inside one event loop under the phase's load shape.
 
-Closed loop: ``concurrency`` slots; each slot takes the next conversation as soon as its
-previous one ends. Open loop: each conversation starts at its own arrival time (exponential
-gaps at ``rate`` requests/s, drawn by the parent from a seed), however many are in flight.
-Each shape is a small object (``ClosedLoop``, ``OpenLoop``) whose ``drive`` decides when each
-conversation starts; ``run_conversation`` runs one conversation's turns, whatever the shape.
+``run_phase`` builds the adapter, tokenizer, connection pool and record writer once, then lets the
+load shape (``speedbench.client.load.shapes``) decide when each conversation starts;
+``run_conversation`` runs one conversation's turns, whatever the shape.
 
 The measurement clock of a request starts at its *scheduled* send time: the common start for
 a slot's first request, the end of the slot's previous request afterwards, the arrival time in
@@ -18,83 +16,26 @@ history, as the exact ids the engine streamed where it did (``workload.encode_tu
 """
 from __future__ import annotations
 
-import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Any, Callable
 
 import aiohttp
 
 from speedbench.client.engines import get_adapter
 from speedbench.client.engines.base import SamplingOptions
-from speedbench.client.recording.writer import RecordWriter
-from speedbench.client.execution.stream import stream_request
 from speedbench.client.data.workload import Conversation, encode_turn_exact, prompt_sha256
+from speedbench.client.execution.phase import (
+    ClientSettings,
+    ErrorBudgetExceeded,
+    ErrorCounter,
+    PhaseSpec,
+    record_key,
+)
+from speedbench.client.execution.stream import stream_request
+from speedbench.client.load.shapes import load_shape_for
+from speedbench.client.recording.writer import RecordWriter
 from speedbench.records import IDS_FROM_ENGINE, IDS_REENCODED, TurnRecord
-from speedbench.settings import MAX_ERRORS, READ_TIMEOUT_S, REQUEST_TIMEOUT_S
-
-
-class ErrorBudgetExceeded(RuntimeError):
-    pass
-
-
-@dataclass
-class ClientSettings:
-    """Everything a worker needs to talk to the engine (picklable, sent to worker processes)."""
-
-    engine: str
-    url: str
-    model: str | None
-    sampling: dict[str, Any]
-    extra_body: dict[str, Any]
-    tokenizer_path: str
-    prompt_mode: str
-    records_path: str
-    request_timeout_s: float | None = REQUEST_TIMEOUT_S
-    read_timeout_s: float | None = READ_TIMEOUT_S
-    max_errors: int = MAX_ERRORS
-
-
-@dataclass
-class PhaseSpec:
-    """One pass over a list of conversations at one load point (measured or warmup)."""
-
-    run_point: str
-    load_shape: str  # "closed" | "open"
-    requested_concurrency: int | None
-    request_rate: float | None
-    warmup: bool
-    start_ns: int  # common start on the monotonic clock (shared by all workers)
-    slots: int = 1  # this worker's share of the closed-loop concurrency
-    arrival_offsets_ns: list[int] | None = None  # open loop: one per conversation, in order
-    done: dict[str, str | None] = field(default_factory=dict)  # record_key -> output text (None: failed)
-    done_ids: dict[str, list[int]] = field(default_factory=dict)  # record_key -> the engine's output ids
-
-
-def record_key(run_point: str, question_id: str, turn_index: int, warmup: bool = False) -> str:
-    if warmup:
-        return f"{run_point}/warmup/{question_id}/{turn_index}"
-    return f"{run_point}/{question_id}/{turn_index}"
-
-
-class ErrorCounter:
-    """Errors so far; a multiprocessing.Value when shared between worker processes."""
-
-    def __init__(self, shared=None):
-        self._shared = shared
-        self._local = 0
-
-    def add(self) -> int:
-        if self._shared is None:
-            self._local += 1
-            return self._local
-        with self._shared.get_lock():
-            self._shared.value += 1
-            return self._shared.value
-
-    @property
-    def value(self) -> int:
-        return self._local if self._shared is None else self._shared.value
 
 
 def output_ids(result, tokenizer) -> tuple[list[int] | None, str | None]:
@@ -105,77 +46,6 @@ def output_ids(result, tokenizer) -> tuple[list[int] | None, str | None]:
     if result.output_token_ids is not None:
         return result.output_token_ids, IDS_FROM_ENGINE
     return tokenizer.encode(result.output_text), IDS_REENCODED
-
-
-async def _sleep_until(deadline_ns: int) -> None:
-    # Event-loop timers may fire up to a millisecond early (uvloop rounds to ms): never send
-    # before the scheduled time, or TTFT would start after the request left.
-    while True:
-        delay = (deadline_ns - time.perf_counter_ns()) / 1e9
-        if delay <= 0:
-            return
-        await asyncio.sleep(delay)
-
-
-# Runs one conversation from its scheduled start; returns its end time (when its slot frees).
-RunConversation = Callable[[Conversation, int], Awaitable[int]]
-
-
-@dataclass(frozen=True)
-class ClosedLoop:
-    """Fixed concurrency: ``slots`` slots, each taking the next conversation when its previous one ends."""
-
-    slots: int
-
-    @property
-    def in_flight_limit(self) -> int:
-        return self.slots
-
-    async def drive(self, conversations: list[Conversation], start_ns: int, run_one: RunConversation,
-                    stopped: Callable[[], bool]) -> None:
-        """Conversations in order; a slot's first is scheduled at ``start_ns``, each later one at the
-        end of the slot's previous one. Stops taking new ones once ``stopped()``."""
-        queue = list(reversed(conversations))
-
-        async def slot() -> None:
-            scheduled = start_ns
-            await _sleep_until(scheduled)
-            while queue and not stopped():
-                scheduled = await run_one(queue.pop(), scheduled)
-
-        await asyncio.gather(*(slot() for _ in range(max(1, self.slots))))
-
-
-@dataclass(frozen=True)
-class OpenLoop:
-    """Open loop: conversation i starts at ``start_ns + offsets_ns[i]`` however many are in flight
-    (the offsets are the parent's seeded Poisson arrivals, this worker's share of them)."""
-
-    offsets_ns: list[int] | None
-
-    @property
-    def in_flight_limit(self) -> int:
-        return 0  # aiohttp: no limit
-
-    async def drive(self, conversations: list[Conversation], start_ns: int, run_one: RunConversation,
-                    stopped: Callable[[], bool]) -> None:
-        """Start each conversation at its arrival time; no new starts once ``stopped()``."""
-        offsets = self.offsets_ns or [0] * len(conversations)
-        tasks = []
-        for conversation, offset in zip(conversations, offsets):
-            if stopped():
-                break
-            scheduled = start_ns + offset
-            await _sleep_until(scheduled)
-            tasks.append(asyncio.ensure_future(run_one(conversation, scheduled)))
-        await asyncio.gather(*tasks)
-
-
-def load_shape_for(phase: PhaseSpec) -> ClosedLoop | OpenLoop:
-    """The phase's load shape as the object that schedules its conversations."""
-    if phase.load_shape == "closed":
-        return ClosedLoop(phase.slots)
-    return OpenLoop(phase.arrival_offsets_ns)
 
 
 @dataclass

@@ -18,7 +18,8 @@ import sys
 import time
 from dataclasses import replace
 
-from speedbench.client.execution.event_loop import ClientSettings, ErrorBudgetExceeded, ErrorCounter, PhaseSpec, run_phase
+from speedbench.client.execution.event_loop import run_phase
+from speedbench.client.execution.phase import ClientSettings, ErrorBudgetExceeded, ErrorCounter, PhaseSpec
 from speedbench.client.data.workload import Conversation
 from speedbench.records import IDS_FROM_ENGINE, TurnRecord
 

@@ -30,7 +30,8 @@ except ImportError:  # pragma: no cover - orjson is a dependency of the client e
     def _dumps(value) -> bytes:
         return json.dumps(value, separators=(",", ":")).encode()
 
-from speedbench.client.execution.event_loop import ClientSettings, ErrorBudgetExceeded, ErrorCounter, PhaseSpec, run_phase
+from speedbench.client.execution.event_loop import run_phase
+from speedbench.client.execution.phase import ClientSettings, ErrorBudgetExceeded, ErrorCounter, PhaseSpec
 from speedbench.client.execution.processes import run_event_loop
 from speedbench.client.data.workload import Conversation
 

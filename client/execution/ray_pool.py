@@ -34,7 +34,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from speedbench.client.execution.event_loop import ClientSettings, ErrorBudgetExceeded, PhaseSpec, record_key
+from speedbench.client.execution.phase import ClientSettings, ErrorBudgetExceeded, PhaseSpec, record_key
 from speedbench.client.execution.ray_actor import PhaseWorker, boot_id
 from speedbench.client.execution.ray_clock import (
     CLOCK_PROBES,

@@ -167,7 +167,8 @@ def context_per_slot(dataset: Path, config: str, models: Path, max_tokens: int) 
 def measure(args, label: str, engine_config, runs: list[tuple[str, Path, str, list[int], int]], models: Path) -> list[Path]:
     """Start one server, run every (name, dataset, config, concurrency, max_tokens) against it."""
     from speedbench.client.engines.base import SamplingOptions
-    from speedbench.client.run.runner import RunOptions, execute_run
+    from speedbench.client.run.options import RunOptions
+    from speedbench.client.run.runner import execute_run
     from speedbench.engine import LocalEngine
 
     out_dirs = []

@@ -95,10 +95,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from speedbench.client.engines.base import SamplingOptions
-    from speedbench.client.execution.event_loop import ErrorBudgetExceeded
+    from speedbench.client.execution.phase import ErrorBudgetExceeded
     from speedbench.client.execution.ray_pool import RayClusterError
     from speedbench.client.recording.summary import format_summary
-    from speedbench.client.run.runner import DEFAULT_CONCURRENCY, RunConfigError, RunOptions, execute_run
+    from speedbench.client.run.options import DEFAULT_CONCURRENCY, RunConfigError, RunOptions
+    from speedbench.client.run.runner import execute_run
     from speedbench.client.data.workload import WorkloadError
     from speedbench.tokenization.target import TokenizerError
 

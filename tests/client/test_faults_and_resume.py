@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from speedbench.client.execution.event_loop import record_key
+from speedbench.client.execution.phase import record_key
 from tests.standins.fixtures import read_jsonl, run_cli, story_rows, write_dataset
 from tests.standins.standin import Simulation, StandinServer, prompt_key
 from speedbench.schema import PLACEHOLDER_PREFIX, DatasetRow

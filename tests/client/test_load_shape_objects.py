@@ -7,8 +7,8 @@ import math
 import random
 import time
 
-from speedbench.client.execution.event_loop import ClosedLoop, OpenLoop, PhaseSpec, load_shape_for
-from speedbench.client.run.runner import poisson_offsets_ns
+from speedbench.client.execution.phase import PhaseSpec
+from speedbench.client.load.shapes import ClosedLoop, OpenLoop, load_shape_for, poisson_offsets_ns
 from speedbench.client.data.workload import Conversation
 
 

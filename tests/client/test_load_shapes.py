@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from speedbench.client.run.runner import poisson_offsets_ns
+from speedbench.client.load.shapes import poisson_offsets_ns
 from tests.standins.fixtures import read_jsonl, run_cli, story_rows, write_dataset
 from tests.standins.standin import Simulation, StandinServer
 from speedbench.client.execution.processes import split_concurrency

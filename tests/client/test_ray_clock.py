@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from speedbench.client.execution.event_loop import PhaseSpec
+from speedbench.client.execution.phase import PhaseSpec
 from speedbench.client.execution.ray_actor import shift_line
 from speedbench.client.execution.ray_clock import ClockOffsetError, check_clock, estimate_clock
 from speedbench.client.execution.processes import partition_phase, split_concurrency
@@ -126,7 +126,7 @@ def test_ray_is_optional_and_its_absence_is_a_clear_error(monkeypatch):
 
 
 def test_a_lost_open_loop_share_is_rerun_from_its_missing_conversations(tmp_path):
-    from speedbench.client.execution.event_loop import ClientSettings
+    from speedbench.client.execution.phase import ClientSettings
     from speedbench.client.execution.ray_pool import RayWorkerPool, _Actor
     from speedbench.records import TurnRecord
 

@@ -167,7 +167,7 @@ def test_killed_actor_is_rerun_without_lost_or_duplicate_records(cluster, tmp_pa
 @pytest.mark.slow
 def test_open_loop_keeps_the_poisson_schedule_and_a_too_small_cluster_is_refused(cluster, tmp_path, models_dir,
                                                                                 capsys):
-    from speedbench.client.run.runner import poisson_offsets_ns
+    from speedbench.client.load.shapes import poisson_offsets_ns
 
     dataset = write_dataset(tmp_path / "d", story_rows(6))
     with StandinServer("vllm") as server:
@@ -288,7 +288,7 @@ def test_measured_shifts_keep_one_common_start(cluster, tmp_path, models_dir, mo
     """As on separate hosts: the driver takes the actors for remote, so each one's measured (non-zero)
     shift is applied to its start and to its records; the two must cancel exactly."""
     import speedbench.client.execution.ray_pool as ray_workers
-    from speedbench.client.run.runner import poisson_offsets_ns
+    from speedbench.client.load.shapes import poisson_offsets_ns
 
     monkeypatch.setattr(ray_workers, "boot_id", lambda: "another-host")
     dataset = write_dataset(tmp_path / "d", story_rows(6))

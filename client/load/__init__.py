@@ -1,0 +1,1 @@
+"""Load shapes: closed loop (fixed concurrency) and open loop (Poisson arrivals)."""
