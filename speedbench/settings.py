@@ -23,6 +23,13 @@ REQUEST_TIMEOUT_S = 3600.0
 # Seconds without a byte from the server before a request is given up (a stalled stream).
 READ_TIMEOUT_S = 300.0
 
+# Relative difference between two acceptance sources' acceptance length above which results, the
+# report and the board flag the disagreement (``speedbench run/report --tolerance``).
+AGREEMENT_TOLERANCE = 0.02
+# Bootstrap resamples behind every 95% confidence interval (seeded, so the same records give the
+# same interval; ``--resamples``).
+NUM_RESAMPLES = 1000
+
 
 @dataclass(frozen=True)
 class BuildOptions:
