@@ -44,7 +44,6 @@ def load_target(tokenizer: Path, chat_template: Path | None):
     target = TargetTokenizer.from_folder(folder)
     if chat_template is not None:
         target.chat_template = chat_template.read_text(encoding="utf-8")
-        target.__dict__.pop("_compiled_template", None)
     return target
 
 
@@ -52,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
     import pyarrow.parquet as pq
 
     from speedbench.dataset_builder.redistribution import bucket_tokens, rows_from_table
+    from speedbench.dataset_builder.throughput.fit import FitError
     from speedbench.dataset_builder.throughput.target_fit import refit_rows, target_codec
     from speedbench.dataset_builder.writer import write_parquet
 
@@ -70,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
     if unknown:
         print(f"speedbench fit-isl: config(s) {unknown} not in {args.dataset} (present: {present})", file=sys.stderr)
         return 2
+    created = not args.out.exists()
     if args.out.resolve() != args.dataset.resolve():
         shutil.copytree(args.dataset, args.out, dirs_exist_ok=True)
     codec = target_codec(target)
@@ -81,8 +82,15 @@ def run(args: argparse.Namespace) -> int:
         n_tokens = bucket_tokens(name)
         for path in sorted((args.dataset / "data" / name).glob("*.parquet")):
             rows = rows_from_table(pq.read_table(path))
-            refitted = refit_rows(rows, codec, n_tokens, sources if sources and Path(sources).is_dir() else None,
-                                  progress=not args.no_progress)
+            try:
+                refitted = refit_rows(rows, codec, n_tokens, sources if sources and Path(sources).is_dir() else None,
+                                      progress=not args.no_progress)
+            except FitError as error:  # e.g. a row whose instruction alone exceeds the bucket
+                if created:  # a half-fitted copy must not look like a dataset
+                    shutil.rmtree(args.out, ignore_errors=True)
+                print(f"speedbench fit-isl: {name}: {path}: {error}"
+                      f"{f'; {args.out} removed' if created else f'; {args.out} is incomplete'}", file=sys.stderr)
+                return 2
             counts = {codec.count(row.turns[0]) for row in refitted}
             if counts != {n_tokens}:
                 raise AssertionError(f"{name}: re-fitted prompts have {sorted(counts)} target tokens, not {n_tokens}")

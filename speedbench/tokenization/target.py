@@ -190,12 +190,9 @@ class TargetTokenizer:
             return FALLBACK_TURN_SEPARATOR.join(message["content"] for message in messages)
         from jinja2.exceptions import TemplateError
 
-        hf = self._hf
-        # The folder's template as transformers found it; ours when it looks elsewhere for it.
-        template = None if hf.chat_template else self.chat_template
-        try:
-            return hf.apply_chat_template(messages, tokenize=False, add_generation_prompt=add_generation_prompt,
-                                          chat_template=template, **self.chat_template_kwargs)
+        try:  # the template this object names (the folder's, or an override such as fit-isl's)
+            return self._hf.apply_chat_template(messages, tokenize=False, add_generation_prompt=add_generation_prompt,
+                                                chat_template=self.chat_template, **self.chat_template_kwargs)
         except TemplateError as error:
             given = f" with --chat-template-kwargs {json.dumps(self.chat_template_kwargs)}" \
                 if self.chat_template_kwargs else ""
