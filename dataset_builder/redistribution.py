@@ -14,20 +14,15 @@ field except its prompt, which becomes the reference's placeholder sentence foll
 re-renders the identical prompt from the sources and substitutes it for ``{prompt}``.
 
 Resolve (``speedbench resolve``) also reads the published ``nvidia/SPEED-Bench`` parquet files.
-Their placeholders name a source row in ``src_id``; version 1.0 gives the bare id (HLE id,
-StackSelect question id, ``..._<row>`` indices for BAMBOO), version 1.1 rewrote the throughput
-``src_id`` to carry more reconstruction detail. We extract the ids with patterns that accept both
-(the id embedded in a longer string, or a list of ``_<row>`` indices) and rebuild the prompt with
-this project's task renderers at the bucket length. Those prompts are exact in length and source
-but not byte-identical to the reference's (its HLE demonstrations come from a stateful sampler
-over the full gated set). Other published placeholders (MT-Bench-101, RoleBench, CoSER, ... whose
-files the mirror may well hold, and any placeholder in a later turn) stay placeholders and are
-reported with the reason; nothing may be benchmarked while any turn of any row is one
-(:func:`assert_no_placeholders`).
+Their placeholders name a source row in ``src_id``; ``speedbench.dataset_builder.published``
+rebuilds every source the reference resolver handles, with the reference's own formats, from the
+offline mirror or (``online``) the Hub at the reference's pinned revisions. Each resolved row is
+marked exact or, where our text can differ from the reference's (a substitute file, a sampler
+that cannot be replayed offline), with the reason; nothing may be benchmarked while any turn of
+any row is a placeholder (:func:`assert_no_placeholders`).
 """
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -35,8 +30,6 @@ from pathlib import Path
 from speedbench.schema import PLACEHOLDER_PREFIX, THROUGHPUT_BUCKETS, DatasetRow, placeholder_turns
 
 TEMPLATE_LINE = "speed-bench recipe (task {task}, {n_tokens} o200k_base tokens): run `speedbench resolve`."
-HLE_ID = re.compile(r"(?<![0-9a-f])[0-9a-f]{24}(?![0-9a-f])")
-ROW_INDEX = re.compile(r"_(\d+)")
 
 
 class UnresolvedPlaceholderError(RuntimeError):
@@ -93,16 +86,32 @@ def export_placeholders(rows: list[DatasetRow], sources: Path, config: str) -> l
 
 @dataclass
 class ResolveReport:
+    """What resolve did, per row (``rows``: resolved rows that may differ and unresolved ones) and per source."""
     resolved: int = 0
     already_complete: int = 0
     unresolved: list[tuple[str, str]] = field(default_factory=list)  # (question_id, reason)
+    per_source: dict[str, dict[str, int]] = field(default_factory=dict)
+    rows: list[dict] = field(default_factory=list)
+    files_read: dict[str, str] = field(default_factory=dict)   # file or Hub origin -> sha256 / revision
+
+    def count(self, source: str, status: str) -> None:
+        counts = self.per_source.setdefault(source, {"exact": 0, "differs": 0, "unresolved": 0})
+        counts[status] += 1
+
+    @property
+    def differs(self) -> int:
+        return sum(c["differs"] for c in self.per_source.values())
 
     def summary(self) -> str:
-        lines = [f"resolved {self.resolved} placeholder row(s); {self.already_complete} row(s) had full text; "
-                 f"{len(self.unresolved)} left unresolved"]
-        lines += [f"  {qid}: {reason}" for qid, reason in self.unresolved[:20]]
-        if len(self.unresolved) > 20:
-            lines.append(f"  ... and {len(self.unresolved) - 20} more")
+        lines = [f"resolved {self.resolved} placeholder row(s) ({self.differs} may differ from the reference's "
+                 f"text); {self.already_complete} row(s) had full text; {len(self.unresolved)} left unresolved"]
+        for source, c in sorted(self.per_source.items()):
+            lines.append(f"  {source}: {c['exact']} exact, {c['differs']} may differ, {c['unresolved']} unresolved")
+        reasons: dict[str, list[str]] = {}
+        for qid, reason in self.unresolved:
+            reasons.setdefault(reason, []).append(qid)
+        for reason, qids in list(reasons.items())[:20]:
+            lines.append(f"  unresolved ({len(qids)}, e.g. {qids[0]}): {reason}")
         return "\n".join(lines)
 
 
@@ -132,80 +141,14 @@ def resolve_own_recipe(row: DatasetRow, sources: Path, n_tokens: int | None) -> 
     return fill_placeholder(row.turns[0], prompt)
 
 
-def _fit_published(task, units: tuple[str, ...], n_tokens: int | None) -> str:
-    """Render units with our task renderer; throughput rows are fitted to the bucket length."""
-    from speedbench.dataset_builder.throughput.fit import encode_body, fit_to_length, o200k_codec
-    rendered = task.render(units)
-    if n_tokens is None:
-        return rendered.head + rendered.body + rendered.tail
-    codec = o200k_codec()
-    body = encode_body(codec, rendered.body, n_tokens)
-    return fit_to_length(rendered.head, body, rendered.tail, n_tokens, codec).text
-
-
-def resolve_published(row: DatasetRow, sources: Path, n_tokens: int | None, seed: int = 0) -> str:
-    """The prompt of a placeholder row of the published nvidia/SPEED-Bench dataset (v1.0 or v1.1 src_id)."""
-    from speedbench.dataset_builder.throughput.base import stable_rng
-    source = row.source or ""
-    if "cais/hle" in source or "hle" == source.lower():
-        task = _task("exam_qa", sources, seed)
-        ids = HLE_ID.findall(row.src_id)
-        known = [f"hle:{i}" for i in ids if f"hle:{i}" in task.items]
-        if not known:
-            raise LookupError(f"HLE id(s) {ids or row.src_id!r} not in the mirror's HLE subset")
-        if n_tokens is None:  # qualitative: the question itself
-            return task.items[known[0]]["question"]
-        rng = stable_rng(seed, "resolve", row.question_id)
-        units = task.select_for(known[0], n_tokens, task.demonstration_streams(rng))
-        return _fit_published(task, units, n_tokens)
-    if "stackselect" in source.lower():
-        task = _task("answer_selection", sources, seed)
-        qid = next((i for i in re.findall(r"\d+", row.src_id) if i in task.questions), None)
-        if qid is None:
-            raise LookupError(f"StackSelect question {row.src_id!r} not in the mirror's stackselect_1k")
-        rng = stable_rng(seed, "resolve", row.question_id)
-        units = task.select_for(qid, n_tokens or 32000, task.distractor_stream(rng))
-        if units is None:
-            raise LookupError(f"StackSelect question {qid} and its right answer exceed {n_tokens} tokens")
-        return _fit_published(task, units, n_tokens)
-    if "bamboo" in source.lower():
-        task = _task("dialogue_continuation", sources, seed)
-        name = next((f for f in ("showspred_4k", "showspred_16k", "meetingpred_4k") if f in source), None)
-        indices = [int(i) for i in ROW_INDEX.findall(row.src_id.replace("_4k", "").replace("_16k", ""))]
-        if name is None or not indices:
-            raise LookupError(f"BAMBOO file or row indices not recognised in source={source!r} src_id={row.src_id!r}")
-        units = tuple(f"bamboo/{name}:{i}" for i in indices)
-        missing = [u for u in units if u not in task.dialogues]
-        if missing:
-            raise LookupError(f"BAMBOO rows {missing} not in the mirror")
-        return _fit_published(task, units, n_tokens)
-    raise LookupError(_no_resolver(source, sources))
-
-
-# Sources of published placeholder rows that the offline mirror holds (folder) although this
-# module cannot rebuild their rows yet; keys are lower-case fragments of the row's `source`.
-MIRRORED_WITHOUT_RESOLVER = {
-    "mt-bench-101": "mtbench101", "mtbench101": "mtbench101", "rolebench": "rolebench", "coser": "coser",
-    "mmlu-pro": "mmlu_pro", "mmlu_pro": "mmlu_pro", "livecodebench": "livecodebench",
-    "code_contests": "code_contests",
-}
-RESOLVED_SOURCES = "cais/hle, AdaLEval/stackselect, RUCAIBox/BAMBOO"
-
-
-def _no_resolver(source: str, sources: Path) -> str:
-    """Why a published row cannot be resolved, checked against the mirror on disk."""
-    folder = next((f for key, f in MIRRORED_WITHOUT_RESOLVER.items() if key in source.lower()), None)
-    if folder is not None and (Path(sources) / folder).is_dir():
-        return (f"source {source!r}: the mirror holds it ({folder}/ in {sources}), but there is no resolver "
-                f"for published rows of this source yet (published rows are resolved for {RESOLVED_SOURCES})")
-    return f"source {source!r}: not in the mirror at {sources}, and no resolver for it"
-
-
-def resolve_rows(rows: list[DatasetRow], sources: Path, config: str | None = None,
-                 seed: int = 0) -> tuple[list[DatasetRow], ResolveReport]:
-    """Fill every placeholder whose source is available; report the rest."""
+def resolve_rows(rows: list[DatasetRow], sources: Path | None, config: str | None = None, seed: int = 0,
+                 online: bool = False, tables=None) -> tuple[list[DatasetRow], ResolveReport]:
+    """Fill every placeholder whose source is available; report the rest (and what may differ) per source."""
+    from speedbench.dataset_builder.published import Context, SourceTables, resolve_row, source_label
+    from speedbench.dataset_builder.sources._read import SourceError
     from speedbench.dataset_builder.throughput.base import RECIPE
     n_tokens = bucket_tokens(config)
+    ctx = Context(tables or SourceTables(Path(sources) if sources else None, online=online), config, n_tokens, seed)
     report = ResolveReport()
     out = []
     for row in rows:
@@ -214,24 +157,33 @@ def resolve_rows(rows: list[DatasetRow], sources: Path, config: str | None = Non
             report.already_complete += 1
             out.append(row)
             continue
-        if at != [0]:
-            # Our resolvers rebuild single-turn prompts; a later turn cannot be guessed.
-            later = ", ".join(str(i + 1) for i in at if i)
-            report.unresolved.append((row.question_id, f"turn {later} of {len(row.turns)} is a placeholder; "
-                                                       "only a placeholder first turn can be resolved"))
-            out.append(row)
-            continue
+        own = RECIPE.match(row.src_id) and "{prompt}" in row.turns[0]
+        label = "speed-bench export" if own else source_label(row)
         try:
-            if RECIPE.match(row.src_id) and "{prompt}" in row.turns[0]:
-                text = resolve_own_recipe(row, sources, n_tokens)
+            if at[0] != 0:
+                later = ", ".join(str(i + 1) for i in at)
+                raise LookupError(f"turn {later} of {len(row.turns)} is a placeholder but turn 1 is not: "
+                                  "only rows whose first turn is the placeholder can be rebuilt")
+            if own:
+                resolved, exact, note = [resolve_own_recipe(row, Path(sources), n_tokens)] + list(row.turns[1:]), True, ""
             else:
-                text = resolve_published(row, sources, n_tokens, seed)
-        except (LookupError, KeyError, ValueError) as error:
-            report.unresolved.append((row.question_id, str(error)))
+                resolution = resolve_row(row, ctx)
+                resolved, exact, note = resolution.turns, resolution.exact, resolution.note
+        except (LookupError, KeyError, ValueError, IndexError, TypeError, SourceError) as error:
+            reason = str(error) if not isinstance(error, KeyError) else f"missing field {error}"
+            report.unresolved.append((row.question_id, reason))
+            report.count(label, "unresolved")
+            report.rows.append({"question_id": row.question_id, "source": label, "src_id": row.src_id,
+                                "status": "unresolved", "reason": reason})
             out.append(row)
             continue
-        out.append(replace(row, turns=[text] + list(row.turns[1:])))
+        out.append(replace(row, turns=resolved))
         report.resolved += 1
+        report.count(label, "exact" if exact else "differs")
+        if not exact:
+            report.rows.append({"question_id": row.question_id, "source": label, "src_id": row.src_id,
+                                "status": "differs", "reason": note})
+    report.files_read = dict(ctx.tables.read)
     return out, report
 
 
@@ -274,6 +226,8 @@ def write_like(table, rows: list[DatasetRow], path: Path) -> None:
     pq.write_table(pa.Table.from_pylist(records, schema=table.schema), path, compression="zstd")
 
 
-def describe(report: ResolveReport) -> str:
-    return json.dumps({"resolved": report.resolved, "already_complete": report.already_complete,
-                       "unresolved": len(report.unresolved)})
+def describe(report: ResolveReport) -> dict:
+    """The resolve manifest entry of one file: counts per source, every row that may differ or is left, inputs."""
+    return {"resolved": report.resolved, "already_complete": report.already_complete,
+            "unresolved": len(report.unresolved), "may_differ": report.differs, "per_source": report.per_source,
+            "rows": report.rows, "files_read": report.files_read}

@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import sys
+import time
 from pathlib import Path
 
 
@@ -18,9 +20,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "rebuilds them from the sources named by src_id. INPUT is a dataset folder written by "
             "'speedbench build' (every data/<config>/*.parquet is resolved) or one parquet file, e.g. "
             "a published nvidia/SPEED-Bench file (pass --config, e.g. throughput_8k, for its length). "
-            "Published rows are rebuilt for HLE, StackSelect and BAMBOO; other published placeholders "
-            "(MT-Bench-101, RoleBench, CoSER, ...) are listed with the reason, and so is any row with a "
-            "placeholder in a later turn; the exit status is 1 while any is left."
+            "Published rows are rebuilt for every source the reference resolver handles, with its formats: "
+            "from the offline mirror, or with --online from the Hub at the reference's pinned revisions "
+            "where the mirror lacks a source. The counts per source are printed; rows whose text may differ "
+            "from the reference's, and rows left unresolved, are listed with the reason in the resolve "
+            "manifest (resolve_manifest.json in a folder, <file>.resolve.json beside a file). Nothing is "
+            "written while any placeholder is left (exit status 1) unless --allow-unresolved."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
@@ -31,9 +36,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--config", default=None,
                         help="config of a single parquet file (throughput_<N>k sets the length); "
                              "default: the folder name data/<config>/ when present")
-    parser.add_argument("--seed", type=int, default=0, help="seed for demonstrations of published HLE rows")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the offline stand-in for the reference's HLE demonstration sampler")
+    parser.add_argument("--online", action="store_true",
+                        help="read sources the mirror lacks from the Hugging Face Hub at the reference's pinned "
+                             "revisions (gated cais/hle needs HF_TOKEN with access)")
     parser.add_argument("--allow-unresolved", action="store_true",
-                        help="exit 0 even if placeholders are left (they are still reported)")
+                        help="write the output and exit 0 even if placeholders are left (they are still reported)")
     parser.set_defaults(func=run)
 
 
@@ -43,10 +52,10 @@ def _config_of(path: Path, given: str | None) -> str | None:
     return path.parent.name if path.parent.parent.name == "data" else None
 
 
-def resolve_file(path: Path, out: Path, sources: Path, config: str | None, seed: int):
+def read_file(path: Path):
     import pyarrow.parquet as pq
 
-    from speedbench.dataset_builder.redistribution import resolve_rows, rows_from_table, write_like
+    from speedbench.dataset_builder.redistribution import rows_from_table
     try:
         table = pq.read_table(path)
     except Exception as error:  # pyarrow raises several types for unreadable files
@@ -54,12 +63,13 @@ def resolve_file(path: Path, out: Path, sources: Path, config: str | None, seed:
     missing = {"question_id", "turns", "source", "src_id"} - set(table.column_names)
     if missing:
         raise SystemExit(f"speedbench resolve: {path}: missing column(s) {sorted(missing)}")
-    rows, report = resolve_rows(rows_from_table(table), sources, config=config, seed=seed)
-    write_like(table, rows, out)
-    return report
+    return table, rows_from_table(table)
 
 
 def run(args: argparse.Namespace) -> int:
+    from speedbench.dataset_builder.published import SourceTables
+    from speedbench.dataset_builder.redistribution import describe, resolve_rows, write_like
+
     sources = args.sources or (Path(os.environ["SPEEDBENCH_SOURCES"]) if os.environ.get("SPEEDBENCH_SOURCES") else None)
     if sources is None or not Path(sources).is_dir():
         print(f"speedbench resolve: source folder not found: {sources} (pass --sources or set SPEEDBENCH_SOURCES)",
@@ -70,20 +80,38 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.input.is_file():
         jobs = [(args.input, args.out, _config_of(args.input, args.config))]
+        manifest_path = args.out.with_name(args.out.name + ".resolve.json")
     else:
         files = sorted(args.input.glob("data/*/*.parquet"))
         if not files:
             print(f"speedbench resolve: {args.input}: no data/<config>/*.parquet files", file=sys.stderr)
             return 2
-        if args.out.resolve() != args.input.resolve():
-            shutil.copytree(args.input, args.out, dirs_exist_ok=True)
         jobs = [(f, args.out / f.relative_to(args.input), f.parent.name) for f in files]
-    left = 0
+        manifest_path = args.out / "resolve_manifest.json"
+    tables = SourceTables(Path(sources), online=args.online)    # one set of source tables for every file
+    results, left, manifest = [], 0, {}
     for path, out, config in jobs:
-        report = resolve_file(path, out, Path(sources), config, args.seed)
-        print(f"{path} ({config or 'unknown config'}): {report.summary()}")
+        table, rows = read_file(path)
+        started = time.perf_counter()
+        resolved, report = resolve_rows(rows, Path(sources), config, args.seed, online=args.online, tables=tables)
+        print(f"{path} ({config or 'unknown config'}, {time.perf_counter() - started:.1f} s): {report.summary()}")
         left += len(report.unresolved)
+        results.append((table, resolved, out))
+        manifest[str(path.relative_to(args.input) if args.input.is_dir() else path.name)] = {
+            "config": config, **describe(report)}
     if left and not args.allow_unresolved:
-        print(f"speedbench resolve: {left} placeholder row(s) left; do not benchmark this dataset", file=sys.stderr)
+        print(f"speedbench resolve: {left} placeholder row(s) left, nothing written (pass --online for sources the "
+              "mirror lacks, or --allow-unresolved to write them as placeholders; do not benchmark them)",
+              file=sys.stderr)
         return 1
+    if args.input.is_dir() and args.out.resolve() != args.input.resolve():
+        shutil.copytree(args.input, args.out, dirs_exist_ok=True)
+    for table, resolved, out in results:
+        write_like(table, resolved, out)
+    manifest_path.parent.mkdir(parents=True, exist_ok=True)
+    manifest_path.write_text(json.dumps({"online": args.online, "seed": args.seed, "files": manifest},
+                                        indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    if left:
+        print(f"speedbench resolve: {left} placeholder row(s) left (written as placeholders); do not benchmark "
+              "this dataset", file=sys.stderr)
     return 0

@@ -87,19 +87,21 @@ def test_resolve_hand_written_published_rows(sources_dir, tmp_path):
     path = tmp_path / "throughput_1k.parquet"
     pq.write_table(pa.Table.from_pylist(rows, schema=PUBLISHED_SCHEMA), path)
     out = tmp_path / "resolved.parquet"
-    # One source is missing from the mirror: the command reports it and fails...
+    # One source is missing from the mirror: the command reports it, fails and writes nothing...
     assert cli_main(["resolve", str(path), "--config", "throughput_1k", "--out", str(out),
                      "--sources", str(sources_dir)]) == 1
+    assert not out.exists()
     # ...unless told to leave it; the file keeps the published columns.
     assert cli_main(["resolve", str(path), "--config", "throughput_1k", "--out", str(out),
                      "--sources", str(sources_dir), "--allow-unresolved"]) == 0
     table = pq.read_table(out)
     assert table.schema.names == PUBLISHED_SCHEMA.names
     turns = {r["question_id"][0]: r["turns"][0] for r in table.to_pylist()}
-    for key in "abcd":
-        assert not turns[key].startswith(PLACEHOLDER_PREFIX) and count_tokens(turns[key]) == 1000, key
+    # The reference keeps N - len(question) + 1 tokens before an HLE question: one over the bucket.
+    for key, length in zip("abcd", (1001, 1000, 1000, 1001)):
+        assert not turns[key].startswith(PLACEHOLDER_PREFIX) and count_tokens(turns[key]) == length, key
     assert "Which condition of Arrhenius's sixth impossibility theorem" in turns["a"]
-    assert turns["a"].rstrip().endswith("Answer:") or "Answer now please." in turns["a"]
+    assert turns["a"].startswith("Please answer the question below.") and turns["a"].endswith("E. Weak Quality Addition")
     assert "I need to create a dataframe out of range 'A3:D20'" in turns["b"]
     assert turns["e"].startswith(PLACEHOLDER_PREFIX)
     assert turns["f"] == "A full prompt."
@@ -123,28 +125,13 @@ def test_own_recipe_with_wrong_sources_is_reported(built_2k, sources_dir):
     assert len(report.unresolved) == 1 and "tokens" in report.unresolved[0][1]
 
 
-@pytest.mark.parametrize("source, folder", [
-    ("mtbench101/mt-bench-101", "mtbench101"),
-    ("ZenMoore/RoleBench", "rolebench"),
-    ("Neph0s/CoSER", "coser"),
-])
-def test_unresolvable_source_that_the_mirror_holds_is_not_called_missing(sources_dir, source, folder):
-    assert (sources_dir / folder).is_dir()  # the fact the message must agree with
-    row = DatasetRow(category="roleplay", sub_category="x", turns=[PLACEHOLDER_PREFIX], source=source,
-                     src_id="7", question_id="2" * 32)
-    _, report = resolve_rows([row], sources_dir, config="qualitative")
-    [(_, reason)] = report.unresolved
-    assert "not in the mirror" not in reason
-    assert f"{folder}/" in reason and "no resolver" in reason
-
-
 def test_source_absent_from_the_mirror_is_called_missing(sources_dir):
     assert not (sources_dir / "adaleval" / "textsort").exists()
     row = DatasetRow(category="low_entropy", sub_category="x", turns=[PLACEHOLDER_PREFIX],
                      source="AdaLEval/textsort", src_id="textsort_3", question_id="3" * 32)
     _, report = resolve_rows([row], sources_dir, config="throughput_1k")
     [(_, reason)] = report.unresolved
-    assert "not in the mirror" in reason
+    assert "not in the offline mirror" in reason and "--online" in reason
 
 
 def test_placeholder_in_a_later_turn_is_found(sources_dir):
