@@ -1,0 +1,88 @@
+"""The sweep's progress bar: variant, config and load point now running, points done, time left.
+
+The bar counts load points over the whole sweep (tqdm's estimate of the time left is the mean
+time per point so far times the points left). While a run is measuring, a watcher thread reads
+the lines its client appends to ``records.jsonl`` (only the new bytes, once a second) to show
+which point is running and how many requests it has recorded; the client itself is not touched.
+"""
+from __future__ import annotations
+
+import re
+import threading
+from pathlib import Path
+
+_POINT = re.compile(rb'"run_point":"([^"]*)"')
+WATCH_INTERVAL_S = 1.0
+
+
+class SweepProgress:
+    def __init__(self, total_points: int, done_points: int, enabled: bool = True):
+        self.bar = None
+        if enabled:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total_points, initial=done_points, unit="point", desc="sweep", position=0,
+                            dynamic_ncols=True)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._label = ""
+
+    def watch(self, label: str, records: Path, points: list[str], done_points: set[str]) -> None:
+        """Follow one run: ``points`` in order; ``done_points`` were finished before."""
+        self._label = label
+        self._set(label)
+        if self.bar is None:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._follow, args=(records, points, set(done_points)), daemon=True)
+        self._thread.start()
+
+    def _follow(self, records: Path, points: list[str], finished: set[str]) -> None:
+        offset, current, count = (records.stat().st_size if records.exists() else 0), None, 0
+        while not self._stop.wait(WATCH_INTERVAL_S):
+            if not records.exists():
+                continue
+            with open(records, "rb") as handle:
+                handle.seek(offset)
+                chunk = handle.read()
+            cut = chunk.rfind(b"\n") + 1
+            offset += cut
+            for name in _POINT.findall(chunk[:cut]):
+                point = name.decode()
+                if point != current and current is not None and current in points and current not in finished:
+                    finished.add(current)
+                    self.bar.update(1)  # the client moved on: the previous point is measured
+                if point != current:
+                    current, count = point, 0
+                count += 1
+            if current is not None:
+                self._set(f"{self._label} · {current.split('/')[0]} ({count} req)")
+
+    def unit_finished(self, points_left: int) -> None:
+        """The run returned: its points not yet counted are done."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self.bar is not None and points_left > 0:
+            self.bar.update(points_left)
+
+    def counted(self) -> int:
+        return int(self.bar.n) if self.bar is not None else 0
+
+    def _set(self, text: str) -> None:
+        if self.bar is not None:
+            self.bar.set_description_str(text, refresh=True)
+
+    def write(self, text: str) -> None:
+        if self.bar is not None:
+            self.bar.write(text)
+        else:
+            print(text, flush=True)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        if self.bar is not None:
+            self.bar.close()

@@ -1,0 +1,164 @@
+"""The sweep's tables, taken from ``speedbench report``'s own figures over the same run folders.
+
+Nothing here recomputes a per-run figure: every throughput, latency, AL, per-position rate and
+speedup comes from the ``ReportData`` that ``speedbench report`` computes for the same run
+folders (``speedbench.report.compute_report``), so the sweep's figures equal the report's by
+construction. What the sweep adds is what only the plan knows: which run belongs to which
+variant, workload and repeat, which baseline each variant declared, the medians over repeats,
+the best draft length per batch size (``speedbench.sweep.choice``) and random-token vs
+real-text throughput.
+"""
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+
+from speedbench.sweep.choice import choose
+from speedbench.sweep.plan import Plan
+from speedbench.sweep.units import Unit
+
+RANDOM_PREFIX = "random_"
+
+
+def _bucket(config: str) -> str | None:
+    match = re.search(r"(\d+k)$", config or "")
+    return match.group(1) if match else None
+
+
+def _median(values: list[float]) -> float | None:
+    values = [v for v in values if v is not None]
+    return float(np.median(values)) if values else None
+
+
+def _tag(row: dict, unit: Unit) -> dict:
+    return {"variant": unit.variant.name, "workload": unit.workload.name, "repeat": unit.repeat, **row}
+
+
+def sweep_views(plan: Plan, units: list[Unit], data) -> dict[str, Any]:
+    by_run = {u.unit_id: u for u in units}
+    points = [_tag(r, by_run[r["run"]]) for r in data.points if r["run"] in by_run]
+    return {
+        "variants": variant_rows(plan, units, data),
+        "acceptance": [_tag(r, by_run[r["run"]]) for r in data.acceptance if r["run"] in by_run],
+        "position_rates": [_tag(r, by_run[r["run"]]) for r in data.position_rates
+                           if r["run"] in by_run and r["category"] == "all"],
+        "speedup": declared_pairs(data.speedup, by_run),
+        "best_draft_length": best_draft_rows(plan, points),
+        "random_vs_real": random_vs_real(points),
+        "pareto": pareto_points(plan, points),
+    }
+
+
+def variant_rows(plan: Plan, units: list[Unit], data) -> list[dict]:
+    present = {r["run"] for r in data.runs}
+    rows = []
+    for v in plan.variants:
+        mine = [u for u in units if u.variant == v]
+        rows.append({"variant": v.name, "engine": v.engine, "method": v.method, "draft_length": v.k,
+                     "baseline": v.baseline, "gpus": v.gpus, "server": v.url or v.command,
+                     "runs": len([u for u in mine if u.unit_id in present]), "planned_runs": len(mine)})
+    return rows
+
+
+def declared_pairs(speedup_rows: list[dict], by_run: dict[str, Unit]) -> list[dict]:
+    """The report's speedup rows of each variant against the baseline it declared, same workload
+    and repeat (the report pairs every SD run with every baseline on the same config)."""
+    rows = []
+    for row in speedup_rows:
+        sd, base = by_run.get(row["sd_run"]), by_run.get(row["baseline_run"])
+        if sd is None or base is None or sd.variant.baseline != base.variant.name:
+            continue
+        if sd.workload != base.workload or sd.repeat != base.repeat:
+            continue
+        rows.append({"variant": sd.variant.name, "baseline": base.variant.name, "workload": sd.workload.name,
+                     "repeat": sd.repeat, **row})
+    return rows
+
+
+def speedup_medians(pairs: list[dict]) -> list[dict]:
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for row in pairs:
+        groups[(row["workload"], row["variant"], row["baseline"], row["concurrency"])].append(row)
+    return [{"workload": w, "variant": v, "baseline": b, "concurrency": c, "repeats": len(rows),
+             "measured_speedup_median": _median([r["measured_speedup"] for r in rows]),
+             "estimated_speedup_median": _median([r["estimated_speedup"] for r in rows])}
+            for (w, v, b, c), rows in sorted(groups.items(), key=lambda item: (item[0][0], item[0][1], item[0][3]))]
+
+
+def best_draft_rows(plan: Plan, points: list[dict]) -> list[dict]:
+    """Per workload, SD method + baseline, and concurrency: the K with the highest median output TPS."""
+    tps: dict[tuple, list[float]] = defaultdict(list)
+    for row in points:
+        if row.get("requested_concurrency") and row.get("output_tps"):
+            tps[(row["workload"], row["variant"], row["requested_concurrency"])].append(row["output_tps"])
+    families: dict[tuple, list] = defaultdict(list)
+    for v in plan.variants:
+        if v.speculative and v.baseline:
+            families[(v.method, v.baseline)].append(v)
+    rows = []
+    for (method, baseline), members in sorted(families.items()):
+        for workload in plan.workloads:
+            levels = sorted({c for (w, name, c) in tps if w == workload.name
+                             and name in {m.name for m in members} | {baseline}})
+            for level in levels:
+                values = {m.k: tps.get((workload.name, m.name, level), []) for m in members}
+                values[0] = tps.get((workload.name, baseline, level), [])
+                if sum(1 for v in values.values() if v) < 2:
+                    continue
+                choice = choose(values)
+                rows.append({
+                    "workload": workload.name, "method": method, "baseline": baseline, "concurrency": level,
+                    "best_draft_length": choice.best_k, "best_median_output_tps": choice.best.median,
+                    "best_mad": choice.best.mad, "repeats": len(choice.best.values),
+                    "runner_up_draft_length": choice.runner_up.k if choice.runner_up else None,
+                    "runner_up_median_output_tps": choice.runner_up.median if choice.runner_up else None,
+                    "runner_up_mad": choice.runner_up.mad if choice.runner_up else None,
+                    "uncertain": choice.uncertain, "note": choice.note,
+                    "candidates": {str(c.k): {"median": c.median, "mad": c.mad, "values": c.values}
+                                   for c in choice.candidates}})
+    return rows
+
+
+def random_vs_real(points: list[dict]) -> list[dict]:
+    """Per variant, length bucket and concurrency: random-token vs real-text output TPS (medians
+    over repeats) and the overestimate ``random / real - 1`` (the paper measured +23% with SD)."""
+    medians: dict[tuple, dict] = {}
+    grouped: dict[tuple, list[dict]] = defaultdict(list)
+    for row in points:
+        bucket = _bucket(row["dataset_config"])
+        if bucket and row.get("requested_concurrency"):
+            kind = "random" if row["dataset_config"].startswith(RANDOM_PREFIX) else "real"
+            grouped[(row["variant"], bucket, row["requested_concurrency"], kind)].append(row)
+    for (variant, bucket, level, kind), rows in grouped.items():
+        medians.setdefault((variant, bucket, level), {})[kind] = {
+            "output_tps": _median([r["output_tps"] for r in rows]),
+            "user_tps": _median([r["user_tps_mean"] for r in rows]),
+            "config": rows[0]["dataset_config"], "repeats": len(rows)}
+    out = []
+    for (variant, bucket, level), kinds in sorted(medians.items()):
+        if "random" not in kinds or "real" not in kinds:
+            continue
+        random_tps, real_tps = kinds["random"]["output_tps"], kinds["real"]["output_tps"]
+        out.append({"variant": variant, "isl_bucket": bucket, "concurrency": level,
+                    "random_config": kinds["random"]["config"], "real_config": kinds["real"]["config"],
+                    "output_tps_random": random_tps, "output_tps_real": real_tps,
+                    "overestimate": (random_tps / real_tps - 1) if random_tps and real_tps else None,
+                    "user_tps_random": kinds["random"]["user_tps"], "user_tps_real": kinds["real"]["user_tps"]})
+    return out
+
+
+def pareto_points(plan: Plan, points: list[dict]) -> list[dict]:
+    """Per workload, variant and concurrency: output TPS per GPU vs per-user TPS (medians over repeats)."""
+    gpus = {v.name: v.gpus for v in plan.variants}
+    speculative = {v.name: v.speculative for v in plan.variants}
+    grouped: dict[tuple, list[dict]] = defaultdict(list)
+    for row in points:
+        level = row.get("requested_concurrency") or row.get("request_rate")
+        grouped[(row["workload"], row["dataset_config"], row["variant"], level)].append(row)
+    return [{"workload": w, "dataset_config": config, "variant": v, "speculative": speculative[v], "load": level,
+             "output_tps_per_gpu": (_median([r["output_tps"] for r in rows]) or 0) / gpus[v],
+             "user_tps": _median([r["user_tps_mean"] for r in rows]), "repeats": len(rows)}
+            for (w, config, v, level), rows in sorted(grouped.items(), key=lambda i: (i[0][0], i[0][2], i[0][3] or 0))]
