@@ -10,11 +10,16 @@ Record rules (``check_record``; ``draft_length`` K, 0 for an autoregressive base
 
 - ``time.order``: ``scheduled_ns <= send_ns <= chunk_ns[0] <= ... <= chunk_ns[-1] <= end_ns``;
 - ``bounds.*``: per-request physical bounds (:class:`PhysicalBounds`, documented there);
+  ``bounds.user_tps`` does not judge a client-lagged record (its chunks reached the client in
+  shared reads, :mod:`speedbench.metrics.client_timing`): its timing is the client's;
 - ``chunks.lengths`` / ``chunks.sum``: one token count per chunk time; the chunks add up to
   ``output_tokens`` (within ``chunk_sum_tolerance``: an engine may count an end-of-sequence
   token in its usage that it never streams);
-- ``chunks.step_size``: when chunks are steps, no chunk carries more than K + 1 tokens (the
-  first may also hold the prefill's token: K + 2);
+- ``chunks.step_size``: when chunks are steps and the engine's own counts leave no room for
+  merging (its decode steps equal the token chunks after the prefill's), no chunk carries more
+  than K + 1 tokens (the first may also hold the prefill's token: K + 2). A larger chunk the
+  counts can hold is several steps merged (the vLLM frontend does so): the acceptance figures
+  count and exclude it as merged, and it is no violation;
 - ``stats.k_mismatch``: the engine's K equals the submitted K;
 - ``stats.histogram_width``: no histogram bin above K (bins h_0..h_K);
 - ``stats.histogram_counts``: the histogram's steps and accepted tokens equal the counts;
@@ -40,6 +45,9 @@ import operator
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+from speedbench.metrics.client_timing import client_lagged
+from speedbench.metrics.steps import record_steps
 
 
 @dataclass(frozen=True)
@@ -123,7 +131,7 @@ def _bounds(r, k: int, b: PhysicalBounds, v: list[Violation]) -> None:
         v.append(Violation("bounds.turns", key, "turn_index", f"turn {r.turn_index} of {r.num_turns} "
                            f"(at most {b.max_turns} turns per prompt)"))
     tokens, times = list(r.chunk_tokens), list(r.chunk_ns)
-    if len(times) >= 2:
+    if len(times) >= 2 and not client_lagged(r):
         span_s = (times[-1] - times[0]) / 1e9
         after_first = sum(tokens[1:])
         if after_first > b.max_user_tps * span_s + k + 1:
@@ -146,9 +154,18 @@ def _chunks(r, k: int, b: PhysicalBounds, v: list[Violation]) -> None:
                            f"chunks add up to {total} tokens but output_tokens is {r.output_tokens}"))
     if r.chunks_are_steps and tokens and (tokens[0] > k + 2 or max(tokens) > k + 1):
         big = next((i for i, t in enumerate(tokens) if t > (k + 2 if i == 0 else k + 1)), None)
-        if big is not None:
-            v.append(Violation("baseline.drafted" if k == 0 else "chunks.step_size", key, f"chunk_tokens[{big}]",
+        if big is None:
+            return
+        if k == 0:
+            v.append(Violation("baseline.drafted", key, f"chunk_tokens[{big}]",
                                f"{tokens[big]} tokens in one step; at most K + 1 = {k + 1}"))
+            return
+        steps = record_steps(r)
+        chunk_steps = sum(1 for t in tokens[1:] if t > 0)
+        if steps is not None and steps.decode_steps == chunk_steps:  # one step per chunk: none merged
+            v.append(Violation("chunks.step_size", key, f"chunk_tokens[{big}]",
+                               f"{tokens[big]} tokens in one chunk, and the engine counted one decode step per "
+                               f"chunk ({steps.decode_steps}), so in one step; at most K + 1 = {k + 1}"))
 
 
 def _get(stats, name: str):

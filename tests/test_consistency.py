@@ -87,8 +87,26 @@ def test_a_rounded_proxy_is_not_held_to_the_identities():
 
 def test_merged_chunks_may_exceed_k_plus_one_only_when_not_steps():
     assert rules(record(chunks=(1, 8, 5), chunks_are_steps=False)) == []
-    assert rules(record(chunks=(1, 8, 5))) == ["chunks.step_size"]
     assert rules(record(chunks=(2, 4))) == []  # the first chunk may hold the prefill's token and a step
+
+
+def test_a_chunk_over_k_plus_one_is_merged_unless_the_engine_counted_one_step_per_chunk():
+    """The acceptance figures count a chunk of more than K + 1 tokens as merged steps; the rule agrees
+    unless the engine's own decode steps equal the chunks (then the chunk was one step: impossible)."""
+    assert rules(record(chunks=(1, 8, 5))) == []  # no engine counts: merged
+    # 14 tokens = 1 + 4 decode steps + 9 accepted: room for the 2 chunks to hold 4 steps
+    assert rules(record(chunks=(1, 8, 5), stats=vllm(4, 9))) == []
+    # the engine says 2 decode steps for the 2 chunks after the prefill's: 8 tokens in one step
+    found = check_record(record(chunks=(1, 8, 5), stats=vllm(2, 11)), K)
+    assert [v.rule for v in found][:2] == ["chunks.step_size", "stats.accepted_exceeds_drafted"]
+    assert "8 tokens in one chunk, and the engine counted one decode step per chunk (2)" in found[0].detail
+
+
+def test_a_stream_read_at_once_is_client_lag_not_an_impossible_engine():
+    """A descheduled client reads a whole answer at once: every chunk gets one stamp. The record is
+    client-lagged (speedbench.metrics.client_timing), not faster than any engine."""
+    assert rules(record(step_ns=0)) == []
+    assert rules(record(chunks=(1, 4, 4, 3, 2), step_ns=0, chunks_are_steps=True)) == []
 
 
 @pytest.mark.parametrize("extra,expected", [(1, []), (-1, []), (2, ["chunks.sum"])])

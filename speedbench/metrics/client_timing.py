@@ -1,0 +1,93 @@
+"""The client's own timing health: chunks that reached the client together, and records whose
+timing is the client's rather than the engine's.
+
+The client stamps every chunk when the network read that delivered it returns
+(``speedbench.client.execution.stream``), so chunks of one read share one stamp. A client that
+was descheduled (a busy machine, a blocked event loop) finds several events waiting and reads
+them at once: their stamps say nothing about when the engine produced them. At worst a whole
+answer arrives in one read and every chunk gets the same stamp ("47 tokens in 0.000000 ms"):
+not an impossible engine, an unmeasured one.
+
+- a chunk *shares a read* when its stamp equals the previous chunk's (``chunk_ns[i] == chunk_ns[i-1]``);
+- a record is *client-lagged* when at least half of its token chunks after the first shared a
+  read with the chunk before (``CLIENT_LAG_CHUNK_SHARE``), which includes a record that arrived in
+  one read: its inter-token times, its per-user speed and its end are the client's.
+
+Client-lagged records keep their tokens, outputs and acceptance (counts do not depend on time),
+but are left out of the latency and per-user speed figures, which report how many were left out
+(``speedbench.metrics.run_results``), and the consistency rule ``bounds.user_tps`` does not judge
+them (``speedbench.consistency``). The leaderboard refuses a bundle only when their share at a
+load point exceeds ``MAX_CLIENT_LAGGED_SHARE``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# A record is client-lagged when at least this share of its chunks after the first came in the
+# same read as the chunk before them.
+CLIENT_LAG_CHUNK_SHARE = 0.5
+# The board refuses a load point whose client-lagged share of measured records is above this:
+# its latency figures would rest on too few requests to stand for the point.
+MAX_CLIENT_LAGGED_SHARE = 0.25
+
+
+def shared_read_chunks(chunk_ns, chunk_tokens) -> int:
+    """Token-carrying chunks after the first stamped the same as the token chunk before them."""
+    stamps = [t for t, n in zip(chunk_ns, chunk_tokens) if n > 0]
+    return sum(1 for a, b in zip(stamps, stamps[1:]) if a == b)
+
+
+def client_lagged(record) -> bool:
+    """Whether the record's chunk timing is the client's (module doc)."""
+    stamps = [t for t, n in zip(record.chunk_ns, record.chunk_tokens) if n > 0]
+    if len(stamps) < 2:
+        return False
+    return shared_read_chunks(record.chunk_ns, record.chunk_tokens) >= CLIENT_LAG_CHUNK_SHARE * (len(stamps) - 1)
+
+
+@dataclass(frozen=True)
+class ClientTiming:
+    """One load point's client timing health (``to_dict`` is its ``results.json`` entry)."""
+
+    num_records: int
+    num_client_lagged: int
+    num_chunks: int
+    num_chunks_sharing_a_read: int
+    num_records_in_one_read: int
+
+    @property
+    def client_lagged_share(self) -> float | None:
+        return self.num_client_lagged / self.num_records if self.num_records else None
+
+    def to_dict(self) -> dict:
+        return {"num_records": self.num_records, "num_client_lagged": self.num_client_lagged,
+                "client_lagged_share": self.client_lagged_share, "num_chunks": self.num_chunks,
+                "num_chunks_sharing_a_read": self.num_chunks_sharing_a_read,
+                "num_records_in_one_read": self.num_records_in_one_read,
+                "client_lag_chunk_share": CLIENT_LAG_CHUNK_SHARE}
+
+
+def client_timing(records) -> ClientTiming:
+    """The health figures of the (successful, measured) records of one load point."""
+    records = list(records)
+    one_read = 0
+    for r in records:
+        stamps = {t for t, n in zip(r.chunk_ns, r.chunk_tokens) if n > 0}
+        one_read += sum(1 for n in r.chunk_tokens if n > 0) >= 2 and len(stamps) == 1
+    return ClientTiming(
+        num_records=len(records), num_client_lagged=sum(client_lagged(r) for r in records),
+        num_chunks=sum(sum(1 for n in r.chunk_tokens if n > 0) for r in records),
+        num_chunks_sharing_a_read=sum(shared_read_chunks(r.chunk_ns, r.chunk_tokens) for r in records),
+        num_records_in_one_read=one_read)
+
+
+def timed_records(records) -> tuple[list, list]:
+    """``(kept, lagged)``: the records whose timing is the engine's, and the client-lagged ones."""
+    kept, lagged = [], []
+    for r in records:
+        (lagged if client_lagged(r) else kept).append(r)
+    return kept, lagged
+
+
+__all__ = ["CLIENT_LAG_CHUNK_SHARE", "ClientTiming", "MAX_CLIENT_LAGGED_SHARE", "client_lagged", "client_timing",
+           "shared_read_chunks", "timed_records"]

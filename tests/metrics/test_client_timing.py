@@ -1,0 +1,43 @@
+"""Client timing health: chunks that reached the client in one read, client-lagged records (counted by hand)."""
+from __future__ import annotations
+
+from speedbench.metrics.client_timing import client_lagged, client_timing, shared_read_chunks, timed_records
+from speedbench.records import TurnRecord
+
+
+def _record(stamps, tokens, key="c4/q/0") -> TurnRecord:
+    return TurnRecord(record_key=key, run_point="c4", load_shape="closed", requested_concurrency=4, request_rate=None,
+                      question_id=key, category="coding", sub_category="", turn_index=0, num_turns=1, warmup=False,
+                      worker=0, prompt_tokens=10, prompt_sha256="", scheduled_ns=0, send_ns=0, end_ns=max(stamps) + 1,
+                      started_unix_s=0.0, chunk_ns=list(stamps), chunk_tokens=list(tokens), chunks_are_steps=True,
+                      output_tokens=sum(tokens), finish_reason="stop")
+
+
+ONE_READ = _record([500] * 12, [1] + [4] * 11 + [0] * 0)  # 45 tokens, one stamp: the whole answer at once
+HEALTHY = _record([100, 200, 300, 400, 500], [1, 4, 2, 3, 1])
+SOME_SHARED = _record([100, 200, 200, 300, 400], [1, 4, 2, 3, 1])  # 1 of 4 chunks after the first shared
+HALF_SHARED = _record([100, 200, 200, 300, 300], [1, 4, 2, 3, 1])  # 2 of 4
+EMPTY_CHUNK = _record([100, 200, 200, 300], [1, 4, 0, 3])  # a usage-only event sharing a read is no chunk
+
+
+def test_shared_reads_counted():
+    assert shared_read_chunks(ONE_READ.chunk_ns, ONE_READ.chunk_tokens) == 11
+    assert shared_read_chunks(HEALTHY.chunk_ns, HEALTHY.chunk_tokens) == 0
+    assert shared_read_chunks(SOME_SHARED.chunk_ns, SOME_SHARED.chunk_tokens) == 1
+    assert shared_read_chunks(EMPTY_CHUNK.chunk_ns, EMPTY_CHUNK.chunk_tokens) == 0
+
+
+def test_lagged_records():
+    assert client_lagged(ONE_READ) and client_lagged(HALF_SHARED)
+    assert not client_lagged(HEALTHY) and not client_lagged(SOME_SHARED) and not client_lagged(EMPTY_CHUNK)
+    assert not client_lagged(_record([100], [7]))  # one chunk: no timing to lose
+
+
+def test_point_figures():
+    records = [ONE_READ, HEALTHY, SOME_SHARED, HALF_SHARED]
+    health = client_timing(records)
+    assert (health.num_records, health.num_client_lagged, health.num_records_in_one_read) == (4, 2, 1)
+    assert health.num_chunks == 12 + 5 + 5 + 5 and health.num_chunks_sharing_a_read == 11 + 0 + 1 + 2
+    assert health.client_lagged_share == 0.5
+    kept, lagged = timed_records(records)
+    assert kept == [HEALTHY, SOME_SHARED] and lagged == [ONE_READ, HALF_SHARED]
