@@ -7,8 +7,10 @@ The folder is a Hugging Face dataset folder (``data/<config>/*.parquet`` with th
 ``speedbench resolve``) are refused, all counted, with the command that resolves them: measuring
 them would measure the placeholder text. ``--dataset`` may also be a Hub dataset id
 (``nvidia/SPEED-Bench``): :func:`resolve_dataset` turns it into such a folder (``hub_dataset``).
-First turns are tokenized here, once, with the target tokenizer; later turns depend on the
-model's own answers and are tokenized by the worker that runs the conversation.
+A subset (``--categories``, ``--per-category``, ``--limit``) is taken by :mod:`.selection`,
+balanced across categories. First turns are tokenized here, once, with the target tokenizer;
+later turns depend on the model's own answers and are tokenized by the worker that runs the
+conversation (:mod:`speedbench.tokenization.conversation`: the whole conversation at once).
 """
 from __future__ import annotations
 
@@ -19,9 +21,14 @@ from pathlib import Path
 from speedbench.fingerprint import REFERENCE_LAYOUT_DIR, config_parquet_files
 from speedbench.fingerprint import dataset_fingerprint as core_dataset_fingerprint
 from speedbench.schema import placeholder_turns
+from speedbench.client.data.selection import Selection, select
+from speedbench.tokenization import conversation
+from speedbench.tokenization.conversation import PROMPT_MODES
 from speedbench.tokenization.target import TargetTokenizer
 
-PROMPT_MODES = ("chat", "completion")
+__all__ = ["PROMPT_MODES", "Conversation", "Selection", "WorkloadError", "config_files", "dataset_fingerprint",
+           "encode_turn", "encode_turn_exact", "load_conversations", "prompt_sha256", "read_conversations", "resolve_dataset", "select",
+           "tokenize_first_turns"]
 
 
 class WorkloadError(ValueError):
@@ -84,7 +91,14 @@ def dataset_manifest_hash(dataset_dir: str | Path) -> str:
     return hashlib.sha256(manifest.read_bytes()).hexdigest() if manifest.is_file() else ""
 
 
-def load_conversations(dataset_dir: str | Path, config: str, limit: int | None = None) -> list[Conversation]:
+def load_conversations(dataset_dir: str | Path, config: str, limit: int | None = None,
+                       categories: list[str] | None = None, per_category: int | None = None) -> list[Conversation]:
+    """The config's rows, or the subset :func:`select` takes (``--categories``, ``--per-category``, ``--limit``)."""
+    return select(read_conversations(dataset_dir, config), Selection(categories, per_category, limit), config).rows
+
+
+def read_conversations(dataset_dir: str | Path, config: str) -> list[Conversation]:
+    """Every row of the config, in file order, checked (fields, duplicate ids, placeholders)."""
     import pyarrow.parquet as pq
 
     conversations: list[Conversation] = []
@@ -107,8 +121,6 @@ def load_conversations(dataset_dir: str | Path, config: str, limit: int | None =
             conversations.append(Conversation(
                 question_id=str(row["question_id"]), category=str(row.get("category") or ""),
                 sub_category=str(row.get("sub_category") or ""), turns=list(turns)))
-            if limit is not None and len(conversations) >= limit:
-                return conversations
     return conversations
 
 
@@ -131,68 +143,15 @@ def _refuse_placeholders(dataset_dir: str | Path, config: str, path: Path, rows:
 
 
 def encode_turn(tokenizer: TargetTokenizer, messages: list[dict[str, str]], prompt_mode: str) -> list[int]:
-    """Token ids of a conversation ending in a user turn, as sent to every engine."""
-    if prompt_mode == "chat":
-        return tokenizer.encode_chat(messages, add_generation_prompt=True)
-    if prompt_mode == "completion":
-        # No template: the turns and answers as plain text, the tokenizer's own special tokens.
-        return tokenizer.encode_completion("\n\n".join(m["content"] for m in messages))
-    raise ValueError(f"prompt mode {prompt_mode!r}: expected one of {', '.join(PROMPT_MODES)}")
-
-
-_ANSWER_MARK = "\x00speedbench-answer-{}\x00"  # stands in for an answer while the template renders
+    """Token ids of a conversation ending in a user turn, as sent to every engine (answers as text)."""
+    return conversation.encode_turn(tokenizer, messages, prompt_mode)
 
 
 def encode_turn_exact(tokenizer: TargetTokenizer, messages: list[dict[str, str]], prompt_mode: str,
                       answer_ids: list[list[int] | None]) -> list[int]:
-    """Like :func:`encode_turn`, but each earlier answer enters as the exact ids the model produced.
-
-    ``answer_ids[k]`` holds the engine's ids of the k-th assistant message (None: use its text).
-    The prompt is rendered with a mark in place of each such answer, the text between marks is
-    encoded, and the answers' ids go between the pieces, so the history holds what the model
-    generated rather than a re-encoding of its text (which may tokenize differently). When the
-    template changes an answer's text (a template that drops the reasoning of earlier turns, or
-    trims them), splicing would send something the template never renders: the whole prompt is
-    then encoded from text, as :func:`encode_turn` does.
-    """
-    assistants = [i for i, m in enumerate(messages) if m["role"] == "assistant"]
-    spliced = {i: ids for i, ids in zip(assistants, answer_ids) if ids is not None}
-    if not spliced:
-        return encode_turn(tokenizer, messages, prompt_mode)
-    marked = [dict(m, content=_ANSWER_MARK.format(i)) if i in spliced else m for i, m in enumerate(messages)]
-    text, marked_text = _render(tokenizer, messages, prompt_mode), _render(tokenizer, marked, prompt_mode)
-    expected = marked_text
-    for i in spliced:
-        expected = expected.replace(_ANSWER_MARK.format(i), messages[i]["content"], 1)
-    if expected != text or any(marked_text.count(_ANSWER_MARK.format(i)) != 1 for i in spliced):
-        return encode_turn(tokenizer, messages, prompt_mode)
-    ids: list[int] = []
-    rest = marked_text
-    for position, i in enumerate(sorted(spliced)):
-        piece, rest = rest.split(_ANSWER_MARK.format(i), 1)
-        ids += _encode_piece(tokenizer, piece, prompt_mode, first=position == 0) + _answer_body(tokenizer, spliced[i])
-    return ids + tokenizer.encode(rest)
-
-
-def _answer_body(tokenizer: TargetTokenizer, ids: list[int]) -> list[int]:
-    # Engines include the end-of-sequence id that stopped the answer (its text is empty); the
-    # template writes the turn's end itself, so it is dropped here.
-    eos = tokenizer.special_tokens.get("eos_token")
-    eos_id = tokenizer._tokenizer.token_to_id(eos) if eos else None
-    return list(ids[:-1] if ids and eos_id is not None and ids[-1] == eos_id else ids)
-
-
-def _render(tokenizer: TargetTokenizer, messages: list[dict[str, str]], prompt_mode: str) -> str:
-    if prompt_mode == "chat":
-        return tokenizer.render_chat(messages, add_generation_prompt=True)
-    return "\n\n".join(m["content"] for m in messages)
-
-
-def _encode_piece(tokenizer: TargetTokenizer, piece: str, prompt_mode: str, first: bool) -> list[int]:
-    # The tokenizer's own special tokens (BOS) open the prompt when no template writes them.
-    if first and (prompt_mode == "completion" or not tokenizer.has_chat_template):
-        return tokenizer.encode_completion(piece)
-    return tokenizer.encode(piece)
+    """A later turn's prompt: the whole conversation encoded at once, with each earlier answer as the
+    ids the engine produced (``answer_ids[k]``, None: its text); :mod:`speedbench.tokenization.conversation`."""
+    return conversation.encode_turn_exact(tokenizer, messages, prompt_mode, answer_ids).ids
 
 
 def tokenize_first_turns(conversations: list[Conversation], tokenizer: TargetTokenizer, prompt_mode: str) -> None:

@@ -13,7 +13,6 @@ import pytest
 from speedbench.client.engines import get_adapter
 from speedbench.client.engines.base import StreamState
 from speedbench.client.execution.stream import engine_token_ids
-from speedbench.client.data.workload import encode_turn, encode_turn_exact
 from speedbench.records import TurnRecord
 
 WIRE = Path(__file__).resolve().parents[2].parent / "shared" / "wire" / "vllm-0.32.0-cpu"
@@ -102,49 +101,8 @@ def test_old_records_read_without_ids_and_new_ones_round_trip():
     assert restored.output_token_ids is None and restored.output_token_ids_source is None
 
 
-def test_history_splices_the_exact_answer_ids(target_tokenizer):
-    messages = [{"role": "user", "content": "Once upon a time"}, {"role": "assistant", "content": " t7 t9"},
-                {"role": "user", "content": "What next?"}]
-    answer = [400, 401, 402]  # ids the text " t7 t9" would never encode to
-    spliced = encode_turn_exact(target_tokenizer, messages, "chat", [answer])
-    text = target_tokenizer.render_chat(messages, add_generation_prompt=True)
-    before, after = text.split(" t7 t9", 1)
-    first = (target_tokenizer.encode(before) if target_tokenizer.has_chat_template
-             else target_tokenizer.encode_completion(before))
-    assert spliced == first + answer + target_tokenizer.encode(after)
-    # without ids (or in completion mode's plain text) the text is encoded as before
-    assert encode_turn_exact(target_tokenizer, messages, "chat", [None]) == encode_turn(target_tokenizer, messages,
-                                                                                        "chat")
-    plain = encode_turn_exact(target_tokenizer, messages, "completion", [answer])
-    head, tail = "\n\n".join(m["content"] for m in messages).split(" t7 t9", 1)
-    assert plain == target_tokenizer.encode_completion(head) + answer + target_tokenizer.encode(tail)
-
-
-def test_history_drops_the_stopping_eos_and_falls_back_when_the_template_rewrites(target_tokenizer):
-    eos_id = target_tokenizer._tokenizer.token_to_id(target_tokenizer.special_tokens["eos_token"])
-    messages = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "ok"},
-                {"role": "user", "content": "More"}]
-    assert (encode_turn_exact(target_tokenizer, messages, "completion", [[300, eos_id]])
-            == encode_turn_exact(target_tokenizer, messages, "completion", [[300]]))
-
-    class Trimming:  # a template that trims answers: splicing would send what it never renders
-        chat_template = "x"
-        has_chat_template = True
-        special_tokens = target_tokenizer.special_tokens
-        _tokenizer = target_tokenizer._tokenizer
-
-        def render_chat(self, messages, add_generation_prompt=True):
-            return "|".join(m["content"].strip() for m in messages)
-
-        def encode(self, text):
-            return target_tokenizer.encode(text)
-
-        def encode_chat(self, messages, add_generation_prompt=True):
-            return self.encode(self.render_chat(messages))
-
-    padded = [dict(m) for m in messages]
-    padded[1]["content"] = " ok "
-    assert encode_turn_exact(Trimming(), padded, "chat", [[300]]) == target_tokenizer.encode("Hi|ok|More")
+# Splicing the engine's answer ids into later turns (the whole conversation encoded at once, the
+# stopping EOS dropped, templates that rewrite answers): tests/tokenization/test_conversation.py.
 
 
 def test_ids_of_the_wrong_type_are_dropped_not_recorded():
