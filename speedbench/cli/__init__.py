@@ -14,8 +14,8 @@ import sys
 from speedbench import __version__
 
 # Order is the order shown in --help: the pipeline from data to leaderboard.
-SUBCOMMAND_MODULES = ["build", "curate", "fit_isl", "resolve", "serve", "run", "report", "vocab_coverage", "submit",
-                      "publish_metrics", "sweep", "demo"]
+SUBCOMMAND_MODULES = ["build", "curate", "fit_isl", "resolve", "serve", "run", "report", "compare", "export",
+                      "vocab_coverage", "submit", "publish_metrics", "sweep", "demo"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,108 @@
+"""``speedbench compare PEER_RESULT RUN_DIR``: a peer tool's saved figures beside ours, with the causes."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+TOOLS = ("vllm", "sglang", "llamacpp", "aiperf", "specdec")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "compare",
+        help="set a peer benchmark's saved result beside our figures and explain each difference",
+        description=(
+            "Read a result saved by another SPEED-Bench tool (vllm bench serve --save-result JSON, SGLang "
+            "bench_serving --output-file JSONL, llama.cpp speed-bench --output JSON, aiperf's "
+            "profile_export_aiperf.json or its folder, a specdec_bench output folder) and a RUN_DIR written by "
+            "'speedbench run'. For each figure the peer printed: its value, the same figure computed from our "
+            "records by the peer's own definition (the peer view), our figure, and the cause of any difference: "
+            "'equal' (same traffic; the definition is ours or how it differs is named), 'measured' (a timing, "
+            "never equal across runs) or 'mismatch' (no definition explains it: the runs saw different traffic). "
+            "Exits 1 when a mismatch is found. Definitions: docs/metrics.md."),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("peer_result", type=Path, metavar="PEER_RESULT_FILE")
+    parser.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    parser.add_argument("--tool", choices=TOOLS, default=None, help="which peer wrote the file (default: detected)")
+    parser.add_argument("--point", default=None,
+                        help="load point of the run to compare (default: the one at the peer's concurrency, or the "
+                             "only one)")
+    parser.add_argument("--json", type=Path, default=None, metavar="OUT", help="also write the rows as JSON here")
+    parser.add_argument("--server-token-count", action="store_true",
+                        help="aiperf: count output tokens as the engine did (aiperf --use-server-token-count) instead "
+                             "of re-encoding the text with the run's tokenizer")
+    parser.set_defaults(func=run)
+
+
+def _token_counter(manifest: dict, use_server: bool):
+    """aiperf re-counts output tokens from text; with the run's tokenizer when it is here."""
+    if use_server:
+        return None
+    from speedbench.tokenization.target import TargetTokenizer
+
+    folder = Path(manifest.get("tokenizer_path") or "")
+    if not folder.is_dir():
+        return None
+    tokenizer = TargetTokenizer.from_folder(folder)
+    return lambda text: len(tokenizer.encode(text))
+
+
+def _fmt(value) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_fmt(v) for v in value) + "]"
+    return str(value)
+
+
+def print_rows(rows, tool: str, point: str, view: dict) -> None:
+    from speedbench.peers.compare import MISMATCH
+
+    print(f"{view['tool']} ({view['version']}) vs speed-bench, load point {point}; peer view basis: {view['basis']}")
+    for note in view.get("notes") or []:
+        print(f"  note: {note}")
+    header = ("scope", "figure", "peer", "peer view", "ours", "verdict")
+    table = [header] + [(r.scope, r.figure, _fmt(r.peer), _fmt(r.peer_view), _fmt(r.ours), r.verdict) for r in rows]
+    widths = [min(36, max(len(row[i]) for row in table)) for i in range(len(header))]
+    for index, row in enumerate(table):
+        print("  ".join(cell[:36].ljust(width) for cell, width in zip(row, widths)))
+        if index:
+            marker = "!!" if rows[index - 1].verdict == MISMATCH else "  "
+            print(f"  {marker} {rows[index - 1].cause}")
+
+
+def run(args: argparse.Namespace) -> int:
+    from speedbench.metrics.run_results import compute_results, read_counter_points
+    from speedbench.peers.compare import MISMATCH, compare, detect_tool, select_point
+    from speedbench.peers.ours import our_category_figures, our_figures
+    from speedbench.peers.view import PEERS, peer_views
+    from speedbench.records import COUNTERS_NAME, MANIFEST_NAME, RECORDS_NAME, read_records
+
+    try:
+        tool = args.tool or detect_tool(args.peer_result)
+        peer = PEERS[tool].read_result(args.peer_result)
+        manifest = json.loads((args.run_dir / MANIFEST_NAME).read_text(encoding="utf-8"))
+        results = compute_results(args.run_dir, num_resamples=200)
+        point = select_point(results["points"], peer.get("meta") or {}, args.point)
+    except (OSError, ValueError, KeyError) as error:
+        print(f"speedbench compare: {error}", file=sys.stderr)
+        return 2
+    name = point["run_point"]
+    records = [r for r in read_records(args.run_dir / RECORDS_NAME) if r.run_point == name]
+    counters = read_counter_points(args.run_dir / COUNTERS_NAME).get(name)
+    count_tokens = _token_counter(manifest, args.server_token_count) if tool == "aiperf" else None
+    view = peer_views(records, manifest["engine"], counters, count_tokens)[tool]
+    rows = compare(tool, peer, view, our_figures(point), our_category_figures(point))
+    print_rows(rows, tool, name, view)
+    mismatches = [r for r in rows if r.verdict == MISMATCH]
+    print(f"{len(rows)} figures: " + ", ".join(f"{v} {sum(r.verdict == v for r in rows)}"
+                                               for v in dict.fromkeys(r.verdict for r in rows)))
+    if args.json:
+        args.json.write_text(json.dumps({"tool": tool, "point": name, "peer": peer, "view": view,
+                                         "rows": [r.to_dict() for r in rows]}, indent=1, default=str) + "\n")
+    return 1 if mismatches else 0

@@ -1,0 +1,46 @@
+"""``speedbench export DATASET --layout vllm|sglang|specdec|llamacpp --out DIR``: our rows in a peer's layout."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+LAYOUTS = ("vllm", "sglang", "specdec", "llamacpp")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "export",
+        help="write a built, resolved dataset in another benchmark's input layout",
+        description=(
+            "Write the configs of a dataset folder (data/<config>/*.parquet, as 'speedbench build' or "
+            "'speedbench resolve' write it) so that a peer tool runs the same rows offline, unchanged. "
+            "vllm: OUT/<config>.jsonl with 'messages' (vllm bench serve --dataset-name speed_bench --dataset-path "
+            "OUT; aiperf reads it too). sglang: OUT/<config>.jsonl with 'turns' (bench_serving --dataset-name "
+            "speed-bench --dataset-path OUT/<config>.jsonl). specdec: OUT/speed/<config>/test.parquet "
+            "(specdec_bench --dataset_path). llamacpp: OUT/nvidia/SPEED-Bench in the Hub layout (run llama.cpp's "
+            "speed_bench.py from OUT). Placeholder rows are refused. OUT/export.json records what was written."),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("dataset", type=Path, metavar="DATASET", help="dataset folder")
+    parser.add_argument("--layout", choices=LAYOUTS, required=True)
+    parser.add_argument("--out", type=Path, required=True, help="folder to write into (created)")
+    parser.add_argument("--config", action="append", default=None, metavar="CONFIG",
+                        help="config to export (repeat for several; default: every config in the folder)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from speedbench.peers.layouts import ExportError, export
+
+    try:
+        manifest = export(args.dataset, args.layout, args.out, args.config)
+    except ExportError as error:
+        print(f"speedbench export: {error}", file=sys.stderr)
+        return 1
+    for config, info in manifest["configs"].items():
+        print(f"{config}: {info['rows']} rows")
+    for name in manifest["files"]:
+        print(f"wrote {args.out / name}")
+    print(f"note: {manifest['peer_sends']}")
+    return 0

@@ -1,0 +1,57 @@
+"""Our own figures of one load point, by the names the peer modules map their figures to.
+
+``our_figures(point)`` reads a ``results.json`` point entry (``speedbench.metrics.run_results``); the
+names are those of ``docs/metrics.md``. Acceptance figures come from the point's primary source
+(the engine's per-request statistics when every record has them).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+
+def _primary(point: dict) -> dict:
+    sources = point.get("acceptance") or {}
+    return sources.get(point.get("primary_acceptance_source") or "") or {}
+
+
+def _drafted_al(summary: dict) -> float | None:
+    if summary.get("acceptance_length_drafted") is not None:
+        return summary["acceptance_length_drafted"]
+    return summary.get("acceptance_length") if summary.get("step_kind") == "drafted" else None
+
+
+def _acceptance(summary: dict) -> dict[str, Any]:
+    return {"acceptance_length": summary.get("acceptance_length"),
+            "acceptance_length_drafted": _drafted_al(summary),
+            "acceptance_length_request_weighted": summary.get("acceptance_length_request_weighted"),
+            "tokens_per_decode_step": summary.get("tokens_per_decode_step"),
+            "mean_acceptance_rate": summary.get("mean_acceptance_rate"),
+            "marginal_acceptance_rate": summary.get("marginal_acceptance_rate"),
+            "num_drafted_steps": summary.get("num_drafted_steps"),
+            "num_draft_tokens": summary.get("num_draft_tokens"),
+            "num_accepted_tokens": summary.get("num_accepted_tokens")}
+
+
+def our_figures(point: dict) -> dict[str, Any]:
+    """Acceptance, counts, latency and throughput of one point, by our names."""
+    latency = point.get("latency") or {}
+    figures = _acceptance(_primary(point))
+    figures.update({"num_requests": (point.get("totals") or {}).get("ok"),
+                    "total_output_tokens": latency.get("total_output_tokens"),
+                    "output_tps": latency.get("output_tps"), "request_throughput": latency.get("request_throughput"),
+                    "tpot_request_mean": latency.get("tpot_request_mean"),
+                    "acceptance_source": point.get("primary_acceptance_source")})
+    for quantity in ("ttft", "e2e", "step_latency", "tpot", "user_tps"):
+        stats = latency.get(quantity) or {}
+        for stat in ("mean", "p50", "p99"):
+            figures[f"{quantity}_{stat}"] = stats.get(stat)
+    return figures
+
+
+def our_category_figures(point: dict) -> dict[str, dict[str, Any]]:
+    """Acceptance figures per category of the primary source."""
+    per_category = _primary(point).get("per_category") or {}
+    return {category: _acceptance(summary) for category, summary in per_category.items()}
+
+
+__all__ = ["our_category_figures", "our_figures"]
