@@ -32,6 +32,10 @@ def _acceptance(summary: dict) -> dict[str, Any]:
             "num_accepted_tokens": summary.get("num_accepted_tokens")}
 
 
+def _mean(value: Any) -> Any:
+    return value.get("mean") if isinstance(value, dict) else value
+
+
 def our_figures(point: dict) -> dict[str, Any]:
     """Acceptance, counts, latency and throughput of one point, by our names."""
     latency = point.get("latency") or {}
@@ -39,7 +43,8 @@ def our_figures(point: dict) -> dict[str, Any]:
     figures.update({"num_requests": (point.get("totals") or {}).get("ok"),
                     "total_output_tokens": latency.get("total_output_tokens"),
                     "output_tps": latency.get("output_tps"), "request_throughput": latency.get("request_throughput"),
-                    "tpot_request_mean": latency.get("tpot_request_mean"),
+                    # per-request TPOT, (t_N - t_1) / (tokens - n_1), averaged over requests
+                    "tpot_request_mean": _mean(latency.get("tpot_request_mean")),
                     "acceptance_source": point.get("primary_acceptance_source")})
     for quantity in ("ttft", "e2e", "step_latency", "tpot", "user_tps"):
         stats = latency.get(quantity) or {}
