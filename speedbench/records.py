@@ -73,6 +73,9 @@ RECORDS_NAME = "records.jsonl"
 COUNTERS_NAME = "counters.jsonl"
 RESULTS_NAME = "results.json"
 
+# finish_reason values that mean the response was cut at max_tokens (engines spell it either way).
+MAX_TOKENS_REASONS = frozenset({"length", "max_tokens"})
+
 # Where a record's output_token_ids came from (TurnRecord.output_token_ids_source).
 IDS_FROM_ENGINE = "engine"
 IDS_REENCODED = "reencoded"
@@ -211,7 +214,7 @@ class RunManifest:
     server: what the server said about itself (model id, engine version, props) at start.
     options: every client option (sampling, load shape, workers, timeouts, ...).
     dataset_config_sha256: content fingerprint of the config's rows
-    (``speedbench.client.workload.dataset_fingerprint``), what the leaderboard identifies a build by;
+    (``speedbench.client.data.workload.dataset_fingerprint``), what the leaderboard identifies a build by;
     dataset_manifest_sha256: sha256 of the dataset folder's ``manifest.json`` (provenance, "" without one);
     tokenizer_sha256: ``speedbench.tokenization.target.tokenizer_fingerprint``;
     dataset_source: the Hub dataset a ``--dataset ORG/NAME`` run read (``hub_source.json``).
@@ -248,20 +251,25 @@ class RunManifest:
         return cls(**{k: v for k, v in data.items() if k in names})
 
 
+def jsonl_lines(data: bytes, where: str) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed JSON) of each non-empty line of a JSONL file the client wrote; a torn
+    last line (a run killed mid-write) is skipped, since resume reruns what it held."""
+    lines = bytes(data).split(b"\n")
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            yield number, json.loads(line)
+        except json.JSONDecodeError as error:
+            if number >= len(lines) - 1:
+                continue  # torn tail: the record was not complete, resume reruns it
+            raise ValueError(f"{where}:{number}: not a JSON record: {error}") from error
+
+
 def read_records(path: str | Path) -> Iterator[TurnRecord]:
     """Records of a ``records.jsonl``; a torn last line (a run killed mid-write) is skipped."""
     path = Path(path)
     if not path.exists():
         return
-    with open(path, "rb") as handle:
-        lines = handle.read().split(b"\n")
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as error:
-            if number >= len(lines) - 1:
-                continue  # torn tail: the record was not complete, resume reruns it
-            raise ValueError(f"{path}:{number}: not a JSON record: {error}") from error
+    for _, data in jsonl_lines(path.read_bytes(), str(path)):
         yield TurnRecord.from_dict(data)

@@ -6,6 +6,7 @@ multiturn. We add language and license, which the published card does not carry 
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import asdict, dataclass, field
 
 import pyarrow as pa
@@ -16,10 +17,18 @@ QUALITATIVE_CATEGORIES = (
 )
 THROUGHPUT_CATEGORIES = ("low_entropy", "mixed", "high_entropy")
 THROUGHPUT_BUCKETS = {"1k": 1000, "2k": 2000, "8k": 8000, "16k": 16000, "32k": 32000}
+_BUCKET_SUFFIX = re.compile(r"_(\d+k)$")
 # Categories for which the published card fills `difficulty`.
 CATEGORIES_WITH_DIFFICULTY = ("coding", "humanities", "math", "stem")
 # Rows whose source may not be redistributed start with this sentence (reference format).
 PLACEHOLDER_PREFIX = "FULL BENCHMARK DATA SHOULD BE FETCHED FROM THE SOURCE USING SPECDEC_BENCH"
+
+
+def isl_bucket(config: str | None) -> str | None:
+    """The input-length bucket of a throughput config (``throughput_8k`` and ``lite_throughput_1k`` ->
+    ``"8k"`` / ``"1k"``); None for a config without one (``qualitative``): one answer for every reader."""
+    match = _BUCKET_SUFFIX.search(config or "")
+    return match[1] if match else None
 
 
 def placeholder_turns(turns) -> list[int]:

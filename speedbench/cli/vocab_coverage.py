@@ -106,7 +106,7 @@ def _languages(run, dataset: Path | None, notes: list[str]) -> dict[str, str]:
     from speedbench.fingerprint import config_parquet_files
     from speedbench.metrics.vocab_coverage import VocabInputError
 
-    folder = dataset or Path(str(run.manifest.get("dataset_dir") or ""))
+    folder = dataset or Path(str(run.manifest.dataset_dir or ""))
     try:
         files = config_parquet_files(folder, run.dataset_config)
     except FileNotFoundError as error:
@@ -162,7 +162,7 @@ def collect(runs, dataset: Path | None, target_vocab_size: int | None, languages
     out = Outputs()
     for run in runs:
         by_question = _languages(run, dataset, out.notes) if languages else {}
-        for record in run.measured_records():
+        for record in run.measured:
             if not record.ok or record.output_token_ids is None:
                 reason = "failed" if not record.ok else "no_token_ids"
                 out.skipped[reason] = out.skipped.get(reason, 0) + 1
@@ -185,7 +185,7 @@ def check_same_tokenizer(runs) -> None:
 
     seen: dict[str, str] = {}
     for run in runs:
-        digest = str(run.manifest.get("tokenizer_sha256") or "")
+        digest = str(run.manifest.tokenizer_sha256 or "")
         if digest:
             seen.setdefault(digest, str(run.path))
     if len(seen) > 1:
@@ -232,7 +232,7 @@ def _category_al(run) -> dict[str, float]:
     """AL per category of an SD run, through the core's record path (the report's numbers)."""
     from speedbench.metrics.record_acceptance import record_acceptance
 
-    records = [r for r in run.measured_records() if r.ok]
+    records = run.records
     summary = record_acceptance(records, run.draft_length, num_resamples=0, untrimmed=False).primary
     if summary is None:
         return {}

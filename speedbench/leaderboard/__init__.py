@@ -10,7 +10,7 @@ Modules, one concept each:
 - :mod:`~speedbench.leaderboard.schema`      bundle schema version, submission metadata, rejections
 - :mod:`~speedbench.leaderboard.archive`     reading an uploaded archive safely (JSON only, size caps)
 - :mod:`~speedbench.leaderboard.pack`        packing RUN_DIRs into a bundle (``speedbench submit``)
-- :mod:`~speedbench.leaderboard.records_adapter`  run records -> metric inputs (the one place that knows the record format)
+- :mod:`~speedbench.leaderboard.runs`  a bundle's run folders, read by the one reader (:mod:`speedbench.run_folder`) under the board's rules
 - :mod:`~speedbench.leaderboard.known_builds` the SPEED-Bench dataset builds a run may declare
 - :mod:`~speedbench.leaderboard.recompute`   every board figure recomputed from raw records
 - :mod:`~speedbench.leaderboard.validate`    the whole check: bytes in, a validated entry or a rejection out

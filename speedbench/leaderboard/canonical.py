@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from speedbench.leaderboard.records_adapter import RunData
+from speedbench.run_folder import RunFolder
 
 
 def _stats(record) -> list | None:
@@ -56,7 +56,7 @@ def _digest(head: list, lines: list[str]) -> str:
     return digest.hexdigest()
 
 
-def run_digests(run: RunData) -> RunDigests:
+def run_digests(run: RunFolder) -> RunDigests:
     pairs = [_record_lines(r) for r in run.records]
     timed, plain = sorted(p[0] for p in pairs), sorted(p[1] for p in pairs)
     tail = [run.manifest.engine, run.manifest.dataset_config, run.manifest.dataset_config_sha256, run.num_errors,

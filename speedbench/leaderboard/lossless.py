@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import math
 
-from speedbench.leaderboard.records_adapter import RunData
 from speedbench.metrics.losslessness import NONDETERMINISM_NOTE, compare_outputs, pair_records, summary_fields
+from speedbench.run_folder import RunFolder
 
 WARNING_CODE = "lossless.tokens_differ"
 MAX_LISTED = 100  # divergent requests listed per pair (bounds the stored entry; the counts cover all)
 
 
-def _manifest_temperature(run: RunData):
+def _manifest_temperature(run: RunFolder):
     options = run.manifest.options if isinstance(run.manifest.options, dict) else {}
     sampling = options.get("sampling") if isinstance(options.get("sampling"), dict) else {}
     return sampling.get("temperature", options.get("temperature"))
@@ -36,7 +36,7 @@ def _is_greedy(value) -> bool:
     return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0)
 
 
-def _pair_row(sd: RunData, base: RunData, point: str) -> dict:
+def _pair_row(sd: RunFolder, base: RunFolder, point: str) -> dict:
     sd_ids, base_ids, skipped, sources = pair_records(sd.points[point], base.points[point])
     summary = compare_outputs(sd_ids, base_ids, skipped)
     divergent = summary.divergent
@@ -47,7 +47,7 @@ def _pair_row(sd: RunData, base: RunData, point: str) -> dict:
                                    for r in divergent[:MAX_LISTED]]}
 
 
-def bundle_losslessness(runs: list[RunData], temperature) -> dict:
+def bundle_losslessness(runs: list[RunFolder], temperature) -> dict:
     """The ``metrics["losslessness"]`` document of a bundle (module doc)."""
     out = {"checked": False, "pairs": [], "note": NONDETERMINISM_NOTE}
     if not _is_greedy(temperature):

@@ -13,15 +13,15 @@ columns; nothing is rejected for it.
 from __future__ import annotations
 
 from speedbench.leaderboard.recompute import NUM_RESAMPLES, SEED, acceptance_runs, finite
-from speedbench.leaderboard.records_adapter import RunData
 from speedbench.metrics.phases import PHASES, PROMPT_NONE, PhaseMarkers, phase_results
 from speedbench.metrics.results import to_jsonable
 from speedbench.metrics.validation import MetricInputError
+from speedbench.run_folder import RunFolder
 
 _PHASE_KEYS = ("num_requests", "num_tokens", "acceptance_length", "source", "tokens_per_s")
 
 
-def bundle_phases(runs: list[RunData], metadata) -> dict | None:
+def bundle_phases(runs: list[RunFolder], metadata) -> dict | None:
     """The ``metrics["phases"]`` document, or None when the bundle names no boundary."""
     if not getattr(metadata, "phase_boundary_ids", ()):
         return None

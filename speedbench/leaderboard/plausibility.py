@@ -15,7 +15,7 @@ next to its trust status. Each is ``{"code", "message"}``:
 """
 from __future__ import annotations
 
-from speedbench.leaderboard.records_adapter import RunData
+from speedbench.run_folder import RunFolder
 
 GREEDY_DIFFER_SHARE = 0.05
 # Per-position acceptance rate a method's drafters rarely exceed (published EAGLE3 / MTP results
@@ -33,7 +33,7 @@ def _warning(code: str, message: str) -> dict:
     return {"code": code, "message": message}
 
 
-def greedy_warnings(runs: list[RunData], temperature: float) -> list[dict]:
+def greedy_warnings(runs: list[RunFolder], temperature: float) -> list[dict]:
     if temperature != 0:
         return []
     out = []

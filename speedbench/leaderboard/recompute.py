@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from speedbench.leaderboard import records_adapter as adapter
-from speedbench.leaderboard.records_adapter import RunData
 from speedbench.metrics.acceptance import RequestAcceptance, compare_acceptance, summarize_acceptance
+from speedbench.metrics.load_point import appendix_g_estimate, point_concurrency, point_latency
+from speedbench.metrics.speedup import measured_speedup
 from speedbench.metrics.record_acceptance import primary_table
-from speedbench.metrics.latency import summarize_latency, timings_from_lists
 from speedbench.metrics.results import to_jsonable
-from speedbench.metrics.speedup import appendix_g_speedup, measured_speedup
+from speedbench.run_folder import RunFolder
 
 METRICS_VERSION = "1"
 NUM_RESAMPLES = 1000
@@ -34,77 +33,79 @@ _AL_KEYS = ("acceptance_length", "acceptance_length_ci", "acceptance_length_requ
             "tokens_per_decode_step", "num_decode_steps", "num_drafted_steps")
 
 
-def request_acceptance(records, draft_length: int) -> tuple[RequestAcceptance, str]:
+def request_acceptance(records, draft_length: int) -> tuple[RequestAcceptance | None, str | None]:
     """The metrics core's per-request acceptance table of these records, and its source.
 
     The same choice as the client's results (``speedbench.metrics.record_acceptance``): the
     engine's exact per-request statistics when every record has them, otherwise the streamed
-    chunk sizes (merged chunks detected and left out).
+    chunk sizes (merged chunks detected and left out) when chunks are decoding steps; ``(None,
+    None)`` when neither is (chunks of an OpenAI-compatible stream without statistics): no AL.
     """
-    table, source = primary_table(records, draft_length)
-    if table is None:
-        raise ValueError("records: no acceptance source (no engine statistics and no chunks)")
-    return table, source
+    return primary_table(records, draft_length)
 
 
-def _summary(records, draft_length: int, num_resamples: int) -> dict:
+def _summary(records, draft_length: int, num_resamples: int) -> dict | None:
     table, source = request_acceptance(records, draft_length)
+    if table is None:
+        return None
     summary = summarize_acceptance(table, num_resamples=num_resamples, seed=SEED).to_dict()
     summary["acceptance_source"] = source
     return summary
 
 
-def acceptance_runs(runs: list[RunData]) -> list[RunData]:
+def acceptance_runs(runs: list[RunFolder]) -> list[RunFolder]:
     """The SD runs whose records give the board's AL: the qualitative split when present."""
     sd = [r for r in runs if r.role == "sd"]
-    qualitative = [r for r in sd if r.isl is None]
+    qualitative = [r for r in sd if r.isl_bucket is None]
     return qualitative or sd
 
 
-def _acceptance(runs: list[RunData], draft_length: int) -> dict:
+_NO_SOURCE = ("no acceptance source: the records carry no engine statistics and their chunks are not "
+              "decoding steps, so no AL is shown")
+
+
+def _acceptance(runs: list[RunFolder], draft_length: int) -> dict:
     source = acceptance_runs(runs)
     records = [rec for run in source for rec in run.records]
     summary = _summary(records, draft_length, NUM_RESAMPLES)
-    out = {k: summary.get(k) for k in _AL_KEYS}
-    out["acceptance_source"] = summary["acceptance_source"]
-    out["per_category"] = {c: {k: v.get(k) for k in _AL_KEYS} for c, v in summary["per_category"].items()}
+    if summary is None:
+        out = {k: None for k in _AL_KEYS}
+        out.update(acceptance_source=None, per_category={}, warnings=[_NO_SOURCE], checks_failed=[])
+    else:
+        out = {k: summary.get(k) for k in _AL_KEYS}
+        out["acceptance_source"] = summary["acceptance_source"]
+        out["per_category"] = {c: {k: v.get(k) for k in _AL_KEYS} for c, v in summary["per_category"].items()}
+        out["warnings"] = summary.get("warnings", [])
+        out["checks_failed"] = summary.get("checks_failed", [])
     out["runs"] = [r.path for r in source]
     out["dataset_configs"] = sorted({r.dataset_config for r in source})
-    out["warnings"] = summary.get("warnings", [])
-    out["checks_failed"] = summary.get("checks_failed", [])
     return out
 
 
-def _point_figures(run: RunData, point: str, records, draft_length: int) -> dict:
-    origin = min(r.scheduled_ns for r in records)
-    timings = timings_from_lists(
-        [(r.scheduled_ns - origin) / 1e9 for r in records],
-        [[(t - origin) / 1e9 for t in r.chunk_ns] for r in records],
-        [r.chunk_tokens for r in records])
-    concurrency = adapter.point_concurrency(point, records)
-    latency = summarize_latency(timings, requested_concurrency=concurrency).to_dict()
+def _point_figures(run: RunFolder, point: str, records, draft_length: int) -> dict:
+    latency = point_latency(records, point).summary.to_dict()
     figures = {
-        "run": run.path, "role": run.role, "dataset_config": run.dataset_config, "isl": run.isl,
-        "point": point, "concurrency": concurrency, "num_requests": len(records),
+        "run": run.path, "role": run.role, "dataset_config": run.dataset_config, "isl": run.isl_bucket,
+        "point": point, "concurrency": point_concurrency(point, records), "num_requests": len(records),
         "output_tps": latency["output_tps"], "user_tps_p50": latency["user_tps"]["p50"],
         "user_tps_mean": latency["user_tps"]["mean"], "step_latency_mean": latency["step_latency"]["mean"],
         "ttft_p50": latency["ttft"]["p50"], "tpot_p50": latency["tpot"]["p50"],
         "achieved_concurrency": latency["achieved_concurrency"],
+        "chunks_are_steps": all(r.chunks_are_steps for r in records),
     }
     if run.role == "sd":
-        summary = _summary(records, draft_length, 0)
-        figures["acceptance_length"] = summary["acceptance_length"]
+        summary = _summary(records, draft_length, 0) or {}
+        figures["acceptance_length"] = summary.get("acceptance_length")
         figures["tokens_per_decode_step"] = summary.get("tokens_per_decode_step")
     return figures
 
 
 def _speedup(sd: dict, baseline: dict) -> dict:
-    estimate = measured = None
-    # Appendix G's AL is tokens per decode step: t_sd is the mean over all decode steps.
-    tokens_per_step = sd.get("tokens_per_decode_step")
-    if tokens_per_step and sd["step_latency_mean"] and baseline["step_latency_mean"]:
-        estimate = appendix_g_speedup(t_ar=baseline["step_latency_mean"], t_sd=sd["step_latency_mean"],
-                                      acceptance_length=tokens_per_step)
+    measured = None
+    # Appendix G needs per-step latencies (chunks that are steps in both runs) and the tokens per decode step.
+    estimate = appendix_g_estimate(baseline["step_latency_mean"], sd["step_latency_mean"],
+                                   sd.get("tokens_per_decode_step"),
+                                   sd["chunks_are_steps"] and baseline["chunks_are_steps"])
     if sd["output_tps"] and baseline["output_tps"]:
         measured = measured_speedup(baseline["output_tps"], sd["output_tps"]).output_tps_ratio
     return {"isl": sd["isl"], "dataset_config": sd["dataset_config"], "concurrency": sd["concurrency"],
@@ -112,7 +113,7 @@ def _speedup(sd: dict, baseline: dict) -> dict:
             "sd_output_tps": sd["output_tps"], "baseline_output_tps": baseline["output_tps"]}
 
 
-def recompute_metrics(runs: list[RunData], draft_length: int) -> dict:
+def recompute_metrics(runs: list[RunFolder], draft_length: int) -> dict:
     """The ``metrics`` document of an entry (JSON-safe: NaN and inf become null)."""
     points = [_point_figures(run, point, records, draft_length)
               for run in runs for point, records in sorted(run.points.items())]
@@ -130,18 +131,25 @@ def recompute_metrics(runs: list[RunData], draft_length: int) -> dict:
     })
 
 
+def _comparison(records_a, records_b, draft_length_a: int, draft_length_b: int) -> dict | None:
+    table_a, table_b = request_acceptance(records_a, draft_length_a)[0], request_acceptance(records_b, draft_length_b)[0]
+    if table_a is None or table_b is None:
+        return None  # an entry without an acceptance source has no AL to compare
+    return compare_acceptance(table_a, table_b, num_resamples=NUM_RESAMPLES, seed=SEED).to_dict()
+
+
 def compare_runs(records_a, records_b, draft_length_a: int, draft_length_b: int) -> dict:
-    """Paired AL difference (B - A) over the prompts both ran, overall and per category."""
-    out = {"all": compare_acceptance(request_acceptance(records_a, draft_length_a)[0],
-                                     request_acceptance(records_b, draft_length_b)[0],
-                                     num_resamples=NUM_RESAMPLES, seed=SEED).to_dict()}
-    cats = sorted({r.category for r in records_a} & {r.category for r in records_b})
-    for cat in cats:
-        sub_a = [r for r in records_a if r.category == cat]
-        sub_b = [r for r in records_b if r.category == cat]
-        out[cat] = compare_acceptance(request_acceptance(sub_a, draft_length_a)[0],
-                                      request_acceptance(sub_b, draft_length_b)[0],
-                                      num_resamples=NUM_RESAMPLES, seed=SEED).to_dict()
+    """Paired AL difference (B - A) over the prompts both ran, overall and per category ({} when
+    either side has no acceptance source)."""
+    overall = _comparison(records_a, records_b, draft_length_a, draft_length_b)
+    if overall is None:
+        return {}
+    out = {"all": overall}
+    for cat in sorted({r.category for r in records_a} & {r.category for r in records_b}):
+        result = _comparison([r for r in records_a if r.category == cat], [r for r in records_b if r.category == cat],
+                             draft_length_a, draft_length_b)
+        if result is not None:
+            out[cat] = result
     return to_jsonable(out)
 
 

@@ -1,26 +1,29 @@
-"""One run folder of a bundle, read line by line and checked record by record.
+"""One run folder of a bundle, read by the one run-folder reader under the board's rules.
 
-A run folder holds exactly the files ``speedbench run`` writes and the board reads
-(``RUN_FILES``; anything else is refused). ``records.jsonl`` is parsed one line at a time
-(:func:`~speedbench.leaderboard.archive.iter_jsonl`); each line is type-checked, turned into a
-:class:`~speedbench.records.TurnRecord` and held to the record rules of
-:mod:`speedbench.consistency` (the client's own checks) before the next line is read. Chunk
-lists are then kept as compact ``array('q')`` (8 bytes a value instead of a Python int and a
-pointer), and failed requests keep no chunks, so a run costs memory in proportion to what it
-measured. CPU is bounded by caps on records and load points per run (:class:`RunCaps`).
+The board reads a bundle's run with :func:`speedbench.run_folder.read_run_folder`, the reader the
+client's results and the report use, into the same :class:`~speedbench.run_folder.RunFolder`; what
+differs is how strictly the bytes are held (:class:`BundleRules`). A run folder holds exactly the
+files ``speedbench run`` writes and the board reads (``RUN_FILES``; anything else is refused).
+``records.jsonl`` is parsed one line at a time (:func:`~speedbench.leaderboard.archive.iter_jsonl`);
+each line is type-checked, turned into a :class:`~speedbench.records.TurnRecord` and held to the
+record rules of :mod:`speedbench.consistency` (the client's own checks) before the next line is
+read. Chunk lists are then kept as compact ``array('q')`` (8 bytes a value instead of a Python int
+and a pointer), and failed and warmup requests keep no chunks, so a run costs memory in proportion
+to what it measured. CPU is bounded by caps on records and load points per run (:class:`RunCaps`).
 """
 from __future__ import annotations
 
 import hashlib
 import math
 from array import array
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from speedbench.consistency import DEFAULT_BOUNDS, PhysicalBounds, check_record
 from speedbench.leaderboard.archive import ArchiveLimits, iter_jsonl, loads_strict
-from speedbench.leaderboard.records_adapter import RunData, parse_manifest
 from speedbench.leaderboard.schema import RUN_FILES, BundleRejected, shown
-from speedbench.records import MANIFEST_NAME, RECORDS_NAME, RESULTS_NAME, TurnRecord
+from speedbench.records import RECORDS_NAME, RunManifest, TurnRecord
+from speedbench.run_folder import ReadRules, RunFolder, read_run_folder
 
 
 @dataclass(frozen=True)
@@ -127,80 +130,98 @@ def _compact(record: TurnRecord, keep_chunks: bool) -> TurnRecord:
     return record
 
 
-@dataclass
-class ReadRun:
-    """A run as read: the board's :class:`RunData` plus every non-warmup request (for coverage)."""
-
-    data: RunData
-    all_measured: list[TurnRecord]
+_MANIFEST_STR_FIELDS = ("engine", "dataset_config", "dataset_config_sha256")
 
 
-def _json_member(files: dict, name: str, caps: RunCaps):
-    if len(files[name]) > caps.max_json_bytes:
-        raise BundleRejected(f"larger than {caps.max_json_bytes // 2**20} MiB", rule="caps.json_size", where=name)
-    return files[name]
+class BundleRules(ReadRules):
+    """A stranger's upload: every member checked before it is used, every rejection named by rule.
 
+    One instance reads one run (it counts the run's records and load points against the caps);
+    ``draft_length`` is the K the records are held to (0 for a baseline); ``on_record(record, where)``,
+    when given, sees each record (warmup and failed included) once it passed these checks and before
+    it is compacted and kept, and may raise :class:`BundleRejected`.
+    """
 
-def read_run(path: str, role: str, files: dict, draft_length: int, *, limits: ArchiveLimits | None = None,
-             caps: RunCaps = DEFAULT_CAPS, bounds: PhysicalBounds = DEFAULT_BOUNDS) -> ReadRun:
-    """Check and parse the run folder ``path`` (K = ``draft_length``; baselines are held to K = 0)."""
-    limits = limits or ArchiveLimits()
-    prefix = path + "/"
-    for name in sorted(n for n in files if n.startswith(prefix)):
-        if name[len(prefix):] not in RUN_FILES:
-            raise BundleRejected(f"a run folder holds only {', '.join(RUN_FILES)}", rule="archive.unexpected_member",
-                                 where=shown(name))
-    manifest_name, records_name, results_name = (prefix + f for f in (MANIFEST_NAME, RECORDS_NAME, RESULTS_NAME))
-    for name in (manifest_name, records_name):
-        if name not in files:
-            raise BundleRejected(f"bundle: run {shown(path)} has no {name.rsplit('/', 1)[1]}", rule="run.missing_file")
-    try:
-        manifest = parse_manifest(_json_member(files, manifest_name, caps), manifest_name)
-    except BundleRejected as exc:
-        if exc.rule:
-            raise
-        raise BundleRejected(str(exc), rule="manifest.schema") from None
-    if results_name in files:  # kept, never trusted; but it must still be clean JSON
-        loads_strict(_json_member(files, results_name, caps), results_name)
-    k = draft_length if role == "sd" else 0
-    measured: list[TurnRecord] = []
-    seen: set[str] = set()
-    points: set[str] = set()
-    warmup = 0
-    for number, data in iter_jsonl(files[records_name], records_name, limits.max_line_bytes):
-        where = f"{records_name} line {number}"
-        check_record_types(data, where)
-        if len(seen) >= caps.max_records:
-            raise BundleRejected(f"more than {caps.max_records} records in one run", rule="caps.records_per_run",
+    def __init__(self, draft_length: int, limits: ArchiveLimits, caps: RunCaps, bounds: PhysicalBounds,
+                 on_record: Callable[[TurnRecord, str], None] | None = None):
+        self.k, self.limits, self.caps, self.bounds, self.on_record = draft_length, limits, caps, bounds, on_record
+        self.seen: set[str] = set()
+        self.points: set[str] = set()
+
+    def error(self, detail: str, *, rule: str, where: str | None = None, field: str | None = None) -> Exception:
+        return BundleRejected(detail, rule=rule, where=where, field=field)
+
+    def check_names(self, path: str, names: list[str]) -> None:
+        for name in names:
+            if name[len(path) + 1:] not in RUN_FILES:
+                raise BundleRejected(f"a run folder holds only {', '.join(RUN_FILES)}",
+                                     rule="archive.unexpected_member", where=shown(name))
+
+    def missing(self, path: str, name: str) -> Exception:
+        return BundleRejected(f"bundle: run {shown(path)} has no {name.rsplit('/', 1)[1]}", rule="run.missing_file")
+
+    def json(self, raw, where: str):
+        if len(raw) > self.caps.max_json_bytes:
+            raise BundleRejected(f"larger than {self.caps.max_json_bytes // 2**20} MiB", rule="caps.json_size",
                                  where=where)
-        if data["record_key"] in seen:
+        return loads_strict(raw, where)
+
+    def manifest_from(self, data, where: str) -> RunManifest:
+        for name in _MANIFEST_STR_FIELDS if isinstance(data, dict) else ():
+            if not isinstance(data.get(name), str) or not data[name]:
+                raise BundleRejected(f"field {name!r} must be a non-empty string", rule="manifest.schema", where=where)
+        return super().manifest_from(data, where)
+
+    def results(self, raw, where: str) -> None:
+        self.json(raw, where)  # kept in the bundle, never trusted; but it must still be clean JSON
+        return None
+
+    def lines(self, raw, where: str):
+        return iter_jsonl(raw, where, self.limits.max_line_bytes)
+
+    def record(self, data, where: str) -> TurnRecord:
+        check_record_types(data, where)
+        if len(self.seen) >= self.caps.max_records:
+            raise BundleRejected(f"more than {self.caps.max_records} records in one run", rule="caps.records_per_run",
+                                 where=where)
+        if data["record_key"] in self.seen:
             raise BundleRejected(f"record_key {shown(data['record_key'])} appears twice", rule="record.duplicate_key",
                                  where=where, field="record_key")
-        seen.add(data["record_key"])
+        self.seen.add(data["record_key"])
         try:
             record = TurnRecord.from_dict(data)
         except TypeError as exc:
             raise BundleRejected(f"not a request record ({exc})", rule="record.schema", where=where) from None
-        if record.warmup:
-            warmup += 1
-            continue
-        points.add(record.run_point)
-        if len(points) > caps.max_points:
-            raise BundleRejected(f"more than {caps.max_points} load points in one run", rule="caps.points_per_run",
+        if not record.warmup:
+            self._check_measured(record, where)
+        if self.on_record is not None:
+            self.on_record(record, where)
+        return _compact(record, keep_chunks=record.ok and not record.warmup)
+
+    def _check_measured(self, record: TurnRecord, where: str) -> None:
+        self.points.add(record.run_point)
+        if len(self.points) > self.caps.max_points:
+            raise BundleRejected(f"more than {self.caps.max_points} load points in one run", rule="caps.points_per_run",
                                  where=where, field="run_point")
         if record.ok:
-            violations = check_record(record, k, bounds)
+            violations = check_record(record, self.k, self.bounds)
             if violations:
                 first = violations[0]
                 raise BundleRejected(f"request {shown(first.request)}: {first.detail}", rule=first.rule, where=where,
                                      field=first.field)
-        measured.append(_compact(record, keep_chunks=record.ok))
-    ok = [r for r in measured if r.ok]
-    if not ok:
-        raise BundleRejected("no successful measured requests", rule="run.empty", where=records_name)
-    by_point: dict[str, list[TurnRecord]] = {}
-    for record in ok:
-        by_point.setdefault(record.run_point, []).append(record)
-    data = RunData(path=path, role=role, manifest=manifest, records=ok, num_errors=len(measured) - len(ok),
-                   num_warmup=warmup, points=by_point)
-    return ReadRun(data=data, all_measured=measured)
+
+    def digest(self, raw) -> str:
+        return ""  # the board identifies a bundle by its content hash and measurement digest instead
+
+
+def read_run(path: str, role: str, files: dict, draft_length: int, *, limits: ArchiveLimits | None = None,
+             caps: RunCaps = DEFAULT_CAPS, bounds: PhysicalBounds = DEFAULT_BOUNDS,
+             on_record: Callable[[TurnRecord, str], None] | None = None) -> RunFolder:
+    """Check and read the run folder ``path`` of a bundle (K = ``draft_length``; baselines are held to
+    K = 0); ``on_record``: see :class:`BundleRules`."""
+    k = draft_length if role == "sd" else 0
+    rules = BundleRules(k, limits or ArchiveLimits(), caps, bounds, on_record)
+    run = read_run_folder(path, files, rules, role=role, draft_length=k)
+    if not run.records:
+        raise BundleRejected("no successful measured requests", rule="run.empty", where=f"{path}/{RECORDS_NAME}")
+    return run

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from speedbench.consistency import check_acceptance_plausible, check_coverage, check_prompt_lengths
 from speedbench.leaderboard import canonical, plausibility
@@ -30,9 +30,8 @@ from speedbench.leaderboard.archive import ArchiveLimits, check_member_name, con
 from speedbench.leaderboard.known_builds import KnownBuilds
 from speedbench.leaderboard.lossless import bundle_losslessness, losslessness_warnings
 from speedbench.leaderboard.phases import bundle_phases
-from speedbench.leaderboard.records_adapter import RunData
 from speedbench.leaderboard.recompute import METRICS_VERSION, recompute_metrics
-from speedbench.leaderboard.runs import DEFAULT_CAPS, ReadRun, RunCaps, read_run
+from speedbench.leaderboard.runs import DEFAULT_CAPS, RunCaps, read_run
 from speedbench.leaderboard.schema import (
     BUNDLE_SCHEMA_VERSION,
     SUBMISSION_FILE,
@@ -44,6 +43,7 @@ from speedbench.leaderboard.schema import (
 from speedbench.leaderboard.store import Entry, LeaderboardStore
 from speedbench.metrics.results import to_jsonable
 from speedbench.metrics.validation import MetricInputError
+from speedbench.run_folder import RunFolder
 from speedbench.schema import THROUGHPUT_BUCKETS
 
 log = logging.getLogger(__name__)
@@ -55,21 +55,19 @@ MAX_SUBMISSION_BYTES = 1024 * 1024
 @dataclass
 class ValidatedBundle:
     metadata: SubmissionMetadata
-    runs: list[RunData]
+    runs: list[RunFolder]
     files: dict  # not kept by parse_bundle (see there)
     bundle_sha256: str  # raw content hash (reference only)
     archive_sha256: str
     measurement_sha256: str = ""  # what was measured: the duplicate check
     tokens_sha256: str = ""
     schema_version: int = BUNDLE_SCHEMA_VERSION
-    read: list[ReadRun] = field(default_factory=list, repr=False)
 
 
 def read_runs(data: bytes, limits: ArchiveLimits | None = None,
-              caps: RunCaps = DEFAULT_CAPS) -> tuple[SubmissionMetadata, list[RunData], dict]:
+              caps: RunCaps = DEFAULT_CAPS) -> tuple[SubmissionMetadata, list[RunFolder], dict]:
     """Steps 1-3: the metadata and parsed runs of a bundle (also used to re-read stored bundles)."""
-    metadata, read, files = _read(data, limits, caps)
-    return metadata, [r.data for r in read], files
+    return _read(data, limits, caps)
 
 
 def _read(data: bytes, limits: ArchiveLimits | None, caps: RunCaps):
@@ -92,8 +90,7 @@ def _read(data: bytes, limits: ArchiveLimits | None, caps: RunCaps):
     return metadata, read, files
 
 
-def _check_run(run: ReadRun, metadata: SubmissionMetadata, known_builds: KnownBuilds) -> None:
-    data = run.data
+def _check_run(data: RunFolder, metadata: SubmissionMetadata, known_builds: KnownBuilds) -> None:
     if data.manifest.engine.lower() != metadata.engine:
         raise BundleRejected(f"run was measured with engine {shown(data.manifest.engine)} "
                              f"but metadata.engine says {metadata.engine!r}", rule="run.engine",
@@ -101,8 +98,8 @@ def _check_run(run: ReadRun, metadata: SubmissionMetadata, known_builds: KnownBu
     build = known_builds.check_run(data.path, data.manifest.dataset_config_sha256, data.dataset_config,
                                    ((r.question_id, r.category) for r in data.records))
     expected = len(build.configs[data.dataset_config].questions)
-    checks = [check_coverage(run.all_measured, expected),
-              check_prompt_lengths(data.records, THROUGHPUT_BUCKETS.get(data.isl or "")),
+    checks = [check_coverage(data.measured, expected),
+              check_prompt_lengths(data.records, THROUGHPUT_BUCKETS.get(data.isl_bucket or "")),
               check_acceptance_plausible(data.records, metadata.draft_length) if data.role == "sd" else []]
     for violations in checks:
         if violations:
@@ -114,10 +111,9 @@ def _check_run(run: ReadRun, metadata: SubmissionMetadata, known_builds: KnownBu
 def parse_bundle(data: bytes, known_builds: KnownBuilds, limits: ArchiveLimits | None = None,
                  caps: RunCaps = DEFAULT_CAPS) -> ValidatedBundle:
     """Steps 1-4: a fully checked bundle (no metrics yet), or :class:`BundleRejected`."""
-    metadata, read, files = _read(data, limits, caps)
-    for run in read:
+    metadata, runs, files = _read(data, limits, caps)
+    for run in runs:
         _check_run(run, metadata, known_builds)
-    runs = [r.data for r in read]
     digests = [canonical.run_digests(r) for r in runs]
     sd_forms = {d.roleless: r.path for r, d in zip(runs, digests) if r.role == "sd"}
     for run, digest in zip(runs, digests):
@@ -126,7 +122,7 @@ def parse_bundle(data: bytes, known_builds: KnownBuilds, limits: ArchiveLimits |
             raise BundleRejected(f"the baseline run holds the same records as the SD run {shown(twin)}",
                                  rule="baseline.same_as_sd", where=f"{run.path}/records.jsonl")
     # files={}: the members' buffer (up to the unpacked cap) is freed before the metrics run
-    return ValidatedBundle(metadata=metadata, runs=runs, files={}, read=read,
+    return ValidatedBundle(metadata=metadata, runs=runs, files={},
                            bundle_sha256=content_hash(files, exclude=(SUBMISSION_FILE,)),
                            archive_sha256=hashlib.sha256(data).hexdigest(),
                            measurement_sha256=canonical.measurement_digest(digests),

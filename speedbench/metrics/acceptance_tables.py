@@ -20,6 +20,7 @@ from speedbench.metrics.acceptance_trimming import (
     trim_step_sizes,
 )
 from speedbench.metrics.validation import MetricInputError, Ragged, as_count_array, as_labels, as_ragged_counts
+from speedbench.records import MAX_TOKENS_REASONS
 
 
 def as_ragged_float(rows, like: Ragged, name: str) -> Ragged:
@@ -36,7 +37,6 @@ def as_ragged_float(rows, like: Ragged, name: str) -> Ragged:
     return Ragged(values=values, offsets=like.offsets)
 
 ALL_CATEGORY = "all"
-MAX_TOKENS_REASONS = frozenset({"length", "max_tokens"})
 
 
 @dataclass

@@ -23,8 +23,7 @@ from speedbench.metrics.acceptance_counters import acceptance_from_counters
 from speedbench.metrics.acceptance_formulas import acceptance_length_from_counts
 from speedbench.metrics.counter_sources import counter_acceptance, snapshot_delta
 from speedbench.metrics.record_acceptance import RecordAcceptance
-
-MAX_TOKENS_REASONS = ("length", "max_tokens")
+from speedbench.records import MAX_TOKENS_REASONS
 
 
 def counter_summary(engine: str, entry: dict | None, num_requests: int) -> dict | None:

@@ -29,6 +29,7 @@ from speedbench.metrics.acceptance_tables import (
     requests_from_step_sizes,
 )
 from speedbench.metrics.acceptance_trimming import AcceptanceWarning, TrimRules
+from speedbench.metrics.draft_length import statistics_draft_length
 from speedbench.metrics.steps import StepCounts, record_steps
 from speedbench.metrics.validation import MetricInputError
 
@@ -45,6 +46,7 @@ class EngineCoverage:
     num_drafted_steps: int | None
     num_decode_steps: int
     num_accepted_past_max_tokens: int
+    num_placeholder_steps: int = 0  # vLLM prefix-cache placeholder steps left out (speedbench.metrics.steps)
 
     @property
     def complete(self) -> bool:
@@ -63,9 +65,8 @@ def engine_table(records, draft_length: int | None = None) -> tuple[RequestAccep
         return None
     rows = [r for r, _ in pairs]
     counts: list[StepCounts] = [s for _, s in pairs]
-    histograms = [r.engine_stats.acceptance_histogram for r in rows]
-    # The engine's own K describes its statistics best; the given K otherwise (SGLang, TRT-LLM).
-    k = next((r.engine_stats.draft_length for r in rows if r.engine_stats.draft_length), None) or draft_length
+    histograms = [c.acceptance_histogram for c in counts]  # vLLM's placeholder step removed (steps.py)
+    k = statistics_draft_length(rows, draft_length)  # the engine's own K, else the run's (SGLang, TRT-LLM)
     decode = dict(decode_steps=[c.decode_steps for c in counts], decode_tokens=[c.decode_tokens for c in counts])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", AcceptanceWarning)
@@ -89,7 +90,8 @@ def engine_table(records, draft_length: int | None = None) -> tuple[RequestAccep
         num_draft_tokens=None if None in drafted_tokens else sum(drafted_tokens),
         num_drafted_steps=None if None in drafted_steps else sum(drafted_steps),
         num_decode_steps=sum(c.decode_steps for c in counts),
-        num_accepted_past_max_tokens=sum(c.accepted_past_max_tokens for c in counts))
+        num_accepted_past_max_tokens=sum(c.accepted_past_max_tokens for c in counts),
+        num_placeholder_steps=sum(c.placeholder_steps for c in counts))
     return table, coverage
 
 
@@ -123,12 +125,14 @@ def primary_name(engine: EngineCoverage | None, chunks_present: bool, chunks_are
 
 
 def primary_table(records, draft_length: int | None) -> tuple[RequestAcceptance | None, str | None]:
-    """The primary source's per-request table of ``records`` and its name (the board's input)."""
+    """The primary source's per-request table of ``records`` and its name (the board's input);
+    ``(None, None)`` where :func:`primary_name` names none, as :attr:`RecordAcceptance.primary` is None:
+    chunks that are not decoding steps (``--engine openai``) are no acceptance measurement."""
     engine = engine_table(records, draft_length)
     chunk = chunk_table(records, draft_length)
     name = primary_name(None if engine is None else engine[1], chunk is not None,
                         all(r.chunks_are_steps for r in records))
-    return (engine[0] if name == "engine" else chunk), name
+    return {"engine": engine and engine[0], "chunks": chunk}.get(name), name
 
 
 @dataclass

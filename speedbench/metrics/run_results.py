@@ -1,12 +1,13 @@
 """``results.json``: per load point, acceptance from every source and latency / throughput figures.
 
-The one routine from a run folder (records + counters + manifest) to numbers: ``speedbench run``
-writes ``results.json`` with it, ``speedbench report`` recomputes with it, and the board uses the
-same :mod:`speedbench.metrics.record_acceptance` path. All formulas are ``speedbench.metrics``'.
+The one routine from a run folder (:class:`speedbench.run_folder.RunFolder`: records + counters +
+manifest) to numbers: ``speedbench run`` writes ``results.json`` with it, ``speedbench report``
+recomputes with it, and the board uses the same pieces (:mod:`speedbench.metrics.record_acceptance`
+for acceptance, :mod:`speedbench.metrics.load_point` for latency, :mod:`speedbench.metrics.draft_length`
+for K). All formulas are ``speedbench.metrics``'.
 """
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,11 +15,13 @@ from typing import Any
 
 from speedbench.consistency import check_record
 from speedbench.metrics.agreement import compare_sources, counter_summary
-from speedbench.metrics.latency import achieved_concurrency, summarize_latency, timings_from_lists
+from speedbench.metrics.draft_length import declared_draft_length, reported_draft_length, resolve_draft_length
+from speedbench.metrics.load_point import point_latency
 from speedbench.metrics.record_acceptance import RecordAcceptance, record_acceptance
 from speedbench.metrics.results import to_jsonable
 from speedbench.metrics.steps import TOKENS_PER_DECODE_STEP
-from speedbench.records import COUNTERS_NAME, MANIFEST_NAME, RECORDS_NAME, TurnRecord, read_records
+from speedbench.records import MANIFEST_NAME, RECORDS_NAME, TurnRecord, jsonl_lines
+from speedbench.run_folder import RunFolder, counter_points, read_run_folder
 
 RESULTS_FORMAT_VERSION = 1
 
@@ -78,7 +81,8 @@ def _sources(acc: RecordAcceptance, counters: dict | None) -> tuple[dict[str, An
         sources["engine"] = {**acc.engine.to_dict(), "sources": cov.sources, "exact": True,
                              "num_requests_with_stats": cov.num_requests_with_stats,
                              "num_accepted_tokens": cov.num_accepted_tokens, "num_draft_tokens": cov.num_draft_tokens,
-                             "num_accepted_past_max_tokens": cov.num_accepted_past_max_tokens}
+                             "num_accepted_past_max_tokens": cov.num_accepted_past_max_tokens,
+                             "num_prefix_cache_placeholder_steps": cov.num_placeholder_steps}
     if counters is not None:
         sources["counters"] = counters
         if not counters["complete"]:
@@ -86,20 +90,7 @@ def _sources(acc: RecordAcceptance, counters: dict | None) -> tuple[dict[str, An
     return sources, flags
 
 
-def _latency(records: list[TurnRecord]):
-    if not records:
-        return None, None
-    timings = timings_from_lists([r.scheduled_ns / 1e9 for r in records],
-                                 [[t / 1e9 for t in r.chunk_ns] for r in records], [r.chunk_tokens for r in records])
-    latency = summarize_latency(timings, requested_concurrency=records[0].requested_concurrency,
-                                categories=[r.category for r in records])
-    # Little's law over the whole time a request holds its slot (scheduled -> end of stream).
-    start = min(r.scheduled_ns for r in records)
-    span = (max(r.end_ns for r in records) - start) / 1e9
-    return latency, achieved_concurrency([(r.end_ns - r.scheduled_ns) / 1e9 for r in records], span)
-
-
-def _totals(ok: list[TurnRecord], measured: list[TurnRecord], acc: RecordAcceptance) -> dict[str, int]:
+def _totals(ok: list[TurnRecord], measured: list[TurnRecord], acc: RecordAcceptance) -> dict[str, int | None]:
     cov = acc.engine_coverage
     return {"requests": len(measured), "ok": len(ok), "chunks": sum(len(r.chunk_tokens) for r in ok),
             "output_tokens": sum(r.output_tokens for r in ok),
@@ -107,7 +98,8 @@ def _totals(ok: list[TurnRecord], measured: list[TurnRecord], acc: RecordAccepta
             "engine_accepted_tokens": sum(r.engine_stats.accepted_tokens or 0 for r in ok if r.engine_stats),
             "engine_draft_tokens": sum(r.engine_stats.draft_tokens or 0 for r in ok if r.engine_stats),
             "engine_decode_steps": cov.num_decode_steps if cov else 0,
-            "engine_drafted_steps": (cov.num_drafted_steps or 0) if cov else 0}
+            # None when the engine does not say which steps drafted (llama.cpp): unknown is not 0
+            "engine_drafted_steps": cov.num_drafted_steps if cov else None}
 
 
 def _consistency(records: list[TurnRecord], draft_length: int | None) -> tuple[dict[str, int], list[str]]:
@@ -130,18 +122,15 @@ def analyse_point(point: str, records: list[TurnRecord], engine: str, counter_en
     measured = [r for r in records if not r.warmup]
     ok = [r for r in measured if r.ok]
     counters = counter_summary(engine, counter_entry, len(ok))
-    k = draft_length
-    if k is None:
-        k = next((r.engine_stats.draft_length for r in ok if r.engine_stats and r.engine_stats.draft_length), None)
-    if k is None and counters and counters.get("draft_length"):
-        k = counters["draft_length"]
-    acc = record_acceptance(ok, k, num_resamples)
-    engine_k = next((r.engine_stats.draft_length for r in ok if r.engine_stats and r.engine_stats.draft_length), None)
+    engine_k = reported_draft_length(ok)
+    acc = record_acceptance(ok, resolve_draft_length(draft_length, engine_k, (counters or {}).get("draft_length")),
+                            num_resamples)
     mismatch = ([f"draft_length_mismatch: --draft-length {draft_length} but the engine reports K = {engine_k}"]
                 if draft_length and engine_k and draft_length != engine_k else [])
     sources, flags = _sources(acc, counters)
     agreement, agreement_flags = compare_sources(acc, counters, ok, tolerance)
-    latency, slot_occupancy = _latency(ok)
+    timing = point_latency(ok, point)
+    latency, slot_occupancy = timing.summary, timing.achieved_concurrency_full_request
     consistency, consistency_flags = _consistency(ok, acc.draft_length if draft_length is None else draft_length)
     errors = Counter(r.error_kind for r in measured if not r.ok)
     first = measured[0] if measured else None
@@ -162,58 +151,30 @@ def analyse_point(point: str, records: list[TurnRecord], engine: str, counter_en
         consistency=consistency)
 
 
-def read_counter_points(path: Path) -> dict[str, dict]:
-    """The latest ``counters.jsonl`` line per point (``complete`` False when a point ran twice)."""
-    points: dict[str, dict] = {}
-    if not Path(path).exists():
-        return points
-    for line in Path(path).read_text().splitlines():
-        if not line.strip():
-            continue
-        entry = json.loads(line)
-        if entry["run_point"] in points:
-            entry["complete"] = False  # the point ran in more than one invocation
-        points[entry["run_point"]] = entry
-    return points
-
-
-def compute_results(run_dir: str | Path, tolerance: float = 0.02, num_resamples: int = 1000,
+def compute_results(run: str | Path | RunFolder, tolerance: float = 0.02, num_resamples: int = 1000,
                     draft_length: int | None = None) -> dict:
-    """Results of every load point of a run folder (records + counters + manifest)."""
-    run_dir = Path(run_dir)
-    manifest = json.loads((run_dir / MANIFEST_NAME).read_text())
-    records = list(read_records(run_dir / RECORDS_NAME))
-    counters = read_counter_points(run_dir / COUNTERS_NAME)
+    """Results of every load point of a run folder (a path, read with
+    :func:`speedbench.run_folder.read_run_folder`, or a folder already read). ``draft_length`` is K
+    as the caller knows it; without it, K as the run declared it (:mod:`speedbench.metrics.draft_length`)."""
+    folder = run if isinstance(run, RunFolder) else read_run_folder(run)
+    manifest = folder.manifest
     if draft_length is None:
-        draft_length = manifest_draft_length(manifest)
-    order = manifest.get("options", {}).get("points") or sorted({r.run_point for r in records})
-    points = []
-    for point in order:
-        mine = [r for r in records if r.run_point == point]
-        if mine:
-            points.append(analyse_point(point, mine, manifest["engine"], counters.get(point), tolerance,
-                                        num_resamples, draft_length).to_dict())
+        draft_length = declared_draft_length(options=manifest.options, engine_info=folder.engine_info,
+                                             server_info=(manifest.server or {}).get("server_info"))
+    points = [analyse_point(point, folder.point_records(point), manifest.engine, folder.counters.get(point),
+                            tolerance, num_resamples, draft_length).to_dict() for point in folder.point_names]
     return to_jsonable({
         "format_version": RESULTS_FORMAT_VERSION,
-        "engine": manifest["engine"], "model_id": manifest.get("model_id"),
-        "engine_version": manifest.get("engine_version"), "dataset_config": manifest.get("dataset_config"),
+        "engine": manifest.engine, "model_id": manifest.model_id,
+        "engine_version": manifest.engine_version, "dataset_config": manifest.dataset_config,
         "manifest": MANIFEST_NAME, "records": RECORDS_NAME, "points": points,
     })
 
 
-def manifest_draft_length(manifest: dict) -> int | None:
-    """K as the run knew it: ``--draft-length``, else the server's own description (SGLang's
-    ``speculative_num_draft_tokens`` counts the verified token too), else None."""
-    given = (manifest.get("options") or {}).get("draft_length")
-    if given is not None:
-        return int(given)
-    info = ((manifest.get("server") or {}).get("server_info")) or {}
-    if info.get("speculative_num_draft_tokens"):
-        return max(0, int(info["speculative_num_draft_tokens"]) - 1) or None
-    if info.get("speculative_num_steps"):
-        return int(info["speculative_num_steps"])
-    return None
+def read_counter_points(path: Path) -> dict[str, dict]:
+    """The latest ``counters.jsonl`` entry per point (:func:`speedbench.run_folder.counter_points`)."""
+    path = Path(path)
+    return counter_points(jsonl_lines(path.read_bytes(), str(path))) if path.exists() else {}
 
 
-__all__ = ["PointResult", "RESULTS_FORMAT_VERSION", "analyse_point", "compute_results", "manifest_draft_length",
-           "read_counter_points"]
+__all__ = ["PointResult", "RESULTS_FORMAT_VERSION", "analyse_point", "compute_results", "read_counter_points"]

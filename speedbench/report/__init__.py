@@ -4,7 +4,7 @@
     files = build_report(["runs/sd", "runs/baseline"], "report-out")
     files.html  # self-contained page, PNG plots embedded as base64
 
-Modules: ``runs`` reads run folders, ``compute`` gets every number from ``speedbench.metrics``,
+Modules: ``runs`` reads run folders (with the one reader, :mod:`speedbench.run_folder`), ``compute`` gets every number from ``speedbench.metrics``,
 ``plots`` draws the PNGs, ``tables`` defines the tables once for all formats, ``render``
 writes HTML / Markdown / CSV / JSON.
 """
@@ -14,7 +14,8 @@ from pathlib import Path
 
 from speedbench.report.compute import ReportData, ReportOptions, compute_report
 from speedbench.report.render import ReportFiles, summary_lines, write_report
-from speedbench.report.runs import LoadedRun, RunFolderError, load_run, load_runs
+from speedbench.report.runs import RunFolderError, load_run, load_runs
+from speedbench.run_folder import RunFolder
 
 
 def build_report(run_dirs: list[str | Path], out_dir: str | Path, options: ReportOptions | None = None) -> ReportFiles:
@@ -25,5 +26,5 @@ def build_report(run_dirs: list[str | Path], out_dir: str | Path, options: Repor
     return write_report(data, draw_all(data), Path(out_dir))
 
 
-__all__ = ["LoadedRun", "ReportData", "ReportFiles", "ReportOptions", "RunFolderError", "build_report",
+__all__ = ["ReportData", "ReportFiles", "ReportOptions", "RunFolder", "RunFolderError", "build_report",
            "compute_report", "load_run", "load_runs", "summary_lines", "write_report"]

@@ -31,15 +31,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from speedbench import metrics as M
+from speedbench.metrics.load_point import appendix_g_estimate
 from speedbench.metrics.run_results import compute_results
-from speedbench.records import TurnRecord
+from speedbench.records import MAX_TOKENS_REASONS, TurnRecord
 from speedbench.report.lossless import losslessness_rows
 from speedbench.report.phases import phase_tables
-from speedbench.report.runs import LoadedRun
+from speedbench.run_folder import RunFolder
 
 LATENCY_QUANTITIES = ("ttft", "step_latency", "tpot", "e2e")
 REPORT_FORMAT = "speedbench report v1"
-MAX_TOKENS_REASONS = ("length", "max_tokens")
 
 
 @dataclass
@@ -81,10 +81,10 @@ class ReportData:
         })
 
 
-def analyse_run(run: LoadedRun, options: ReportOptions) -> list[dict]:
+def analyse_run(run: RunFolder, options: ReportOptions) -> list[dict]:
     """The per-point analysis (the one ``speedbench run`` writes), recomputed from the run's records."""
     # K = 0 tells the analysis that a baseline run has no draft tokens to measure.
-    results = compute_results(run.path, tolerance=options.agreement_tolerance, num_resamples=options.num_resamples,
+    results = compute_results(run, tolerance=options.agreement_tolerance, num_resamples=options.num_resamples,
                               draft_length=run.draft_length if run.speculative else 0)
     return results["points"]
 
@@ -107,7 +107,7 @@ def _position_source(point: dict) -> tuple[str | None, dict | None]:
     return None, None
 
 
-def _flag_rows(run: LoadedRun, point: dict, records: list[TurnRecord]) -> list[dict]:
+def _flag_rows(run: RunFolder, point: dict, records: list[TurnRecord]) -> list[dict]:
     name = point["run_point"]
     rows = []
     for text in point.get("flags") or []:
@@ -127,7 +127,7 @@ def _flag_rows(run: LoadedRun, point: dict, records: list[TurnRecord]) -> list[d
     return rows
 
 
-def point_row(run: LoadedRun, point: dict, records: list[TurnRecord]) -> dict[str, Any]:
+def point_row(run: RunFolder, point: dict, records: list[TurnRecord]) -> dict[str, Any]:
     latency = point.get("latency") or {}
     finished = point.get("finish_reasons") or {}
     ok = sum(finished.values())
@@ -166,7 +166,7 @@ def point_row(run: LoadedRun, point: dict, records: list[TurnRecord]) -> dict[st
     return row
 
 
-def _acceptance_rows(run: LoadedRun, point: dict) -> tuple[list[dict], list[dict]]:
+def _acceptance_rows(run: RunFolder, point: dict) -> tuple[list[dict], list[dict]]:
     if not run.speculative:
         return [], []
     name = point["run_point"]
@@ -208,7 +208,7 @@ def _e2e_by_turn(records: list[TurnRecord]) -> tuple[list[float], list[str]]:
     return [r.e2e_s for r in done], [f"{r.question_id}/{r.turn_index}" for r in done]
 
 
-def _speedup_rows(runs: list[LoadedRun], analysed: dict[tuple[str, str], dict]) -> list[dict]:
+def _speedup_rows(runs: list[RunFolder], analysed: dict[tuple[str, str], dict]) -> list[dict]:
     rows = []
     for sd in (r for r in runs if r.speculative):
         for base in (b for b in runs if not b.speculative and b.dataset_config == sd.dataset_config):
@@ -234,20 +234,19 @@ def _speedup_rows(runs: list[LoadedRun], analysed: dict[tuple[str, str], dict]) 
                        "acceptance_length": b.get("acceptance_length"),
                        "tokens_per_decode_step": b.get("tokens_per_decode_step"), "estimated_speedup": None,
                        "estimate_error": None}
-                # Appendix G needs per-step latencies, i.e. chunks that are verification steps.
+                # Appendix G needs per-step latencies (chunks that are verification steps) and the
+                # tokens per decode step (t_sd is the mean over all decode steps).
                 steps_ok = all(r.chunks_are_steps for r in sd_entry["records"] + base_points[concurrency]["records"]
                                if r.ok)
-                # Appendix G's AL is tokens per decode step: t_sd is the mean over all decode steps.
-                tokens_per_step = row["tokens_per_decode_step"]
-                if steps_ok and row["t_ar_s"] and row["t_sd_s"] and (tokens_per_step or 0) >= 1:
-                    estimate = M.appendix_g_speedup(row["t_ar_s"], row["t_sd_s"], tokens_per_step)
+                estimate = appendix_g_estimate(row["t_ar_s"], row["t_sd_s"], row["tokens_per_decode_step"], steps_ok)
+                if estimate is not None:
                     row["estimated_speedup"] = estimate
                     row["estimate_error"] = M.relative_error(estimate, measured.output_tps_ratio)
                 rows.append(row)
     return sorted(rows, key=lambda r: (r["dataset_config"], r["sd_run"], r["concurrency"]))
 
 
-def _best_draft_rows(runs: list[LoadedRun], analysed: dict) -> list[dict]:
+def _best_draft_rows(runs: list[RunFolder], analysed: dict) -> list[dict]:
     rows = []
     for config in sorted({r.dataset_config for r in runs}):
         members = {r.run_id for r in runs if r.dataset_config == config}
@@ -276,34 +275,34 @@ def _versions() -> dict[str, str]:
     return versions
 
 
-def _run_summary(run: LoadedRun, full: bool = True) -> dict[str, Any]:
+def _run_summary(run: RunFolder, full: bool = True) -> dict[str, Any]:
     m = run.manifest
     engine = run.engine_info or {}
     models = engine.get("models") or {}
     summary = {
         "run": run.run_id, "label": run.label, "path": str(run.path), "speculative": run.speculative,
         "speculation": run.speculation, "draft_length": run.draft_length, "dataset_config": run.dataset_config,
-        "isl_bucket": run.isl_bucket, "engine": m.get("engine"), "engine_version": m.get("engine_version"),
-        "model_id": m.get("model_id"), "url": m.get("url"),
+        "isl_bucket": run.isl_bucket, "engine": m.engine, "engine_version": m.engine_version,
+        "model_id": m.model_id, "url": m.url,
         "target_model": models.get("target"), "draft_model": models.get("draft"),
-        "dataset_dir": m.get("dataset_dir"), "dataset_config_sha256": m.get("dataset_config_sha256"),
-        "dataset_manifest_sha256": m.get("dataset_manifest_sha256"),
-        "num_rows": m.get("num_rows"), "tokenizer_sha256": m.get("tokenizer_sha256"), "prompt_mode": m.get("prompt_mode"),
-        "client_version": m.get("client_version"), "records_sha256": run.records_sha256,
-        "num_records": len(run.records), "num_measured_records": len(run.measured_records()), "notes": run.notes,
+        "dataset_dir": m.dataset_dir, "dataset_config_sha256": m.dataset_config_sha256,
+        "dataset_manifest_sha256": m.dataset_manifest_sha256,
+        "num_rows": m.num_rows, "tokenizer_sha256": m.tokenizer_sha256, "prompt_mode": m.prompt_mode,
+        "client_version": m.client_version, "records_sha256": run.records_sha256,
+        "num_records": len(run.all_records), "num_measured_records": len(run.measured), "notes": run.notes,
     }
     if full:
-        summary.update({"options": m.get("options"), "server": m.get("server"), "engine_info": engine or None})
+        summary.update({"options": m.options, "server": m.server, "engine_info": engine or None})
     return summary
 
 
-def compute_report(runs: list[LoadedRun], options: ReportOptions | None = None) -> ReportData:
+def compute_report(runs: list[RunFolder], options: ReportOptions | None = None) -> ReportData:
     options = options or ReportOptions()
     analysed: dict[tuple[str, str], dict] = {}
     points, acceptance, positions, flags = [], [], [], []
     details: dict[str, Any] = {}
     for run in runs:
-        records_by_point = dict(run.points())
+        records_by_point = run.measured_points
         for point in analyse_run(run, options):
             name = point["run_point"]
             records = records_by_point.get(name, [])

@@ -13,15 +13,15 @@ from typing import Any
 
 from speedbench.metrics.losslessness import (NONDETERMINISM_NOTE, LosslessnessSummary, compare_outputs, pair_records,
                                              summary_fields)
-from speedbench.report.runs import LoadedRun
+from speedbench.run_folder import RunFolder
 
 
-def _temperature(run: LoadedRun) -> Any:
-    options = run.manifest.get("options") or {}
+def _temperature(run: RunFolder) -> Any:
+    options = run.manifest.options or {}
     return (options.get("sampling") or {}).get("temperature", options.get("temperature"))
 
 
-def _row(sd: LoadedRun, base: LoadedRun, point: str, summary: LosslessnessSummary, sources: set[str]) -> dict:
+def _row(sd: RunFolder, base: RunFolder, point: str, summary: LosslessnessSummary, sources: set[str]) -> dict:
     return {"dataset_config": sd.dataset_config, "sd_run": sd.run_id, "sd_label": sd.label,
             "baseline_run": base.run_id, "baseline_label": base.label, "point": point,
             "temperature_sd": _temperature(sd), "temperature_baseline": _temperature(base),
@@ -30,13 +30,13 @@ def _row(sd: LoadedRun, base: LoadedRun, point: str, summary: LosslessnessSummar
                           "baseline_tokens": r.baseline_tokens} for r in summary.requests]}
 
 
-def losslessness_rows(runs: list[LoadedRun]) -> tuple[list[dict], list[dict]]:
+def losslessness_rows(runs: list[RunFolder]) -> tuple[list[dict], list[dict]]:
     """(table rows, flag rows): one row per (SD run, baseline run, load point both ran)."""
     rows, flags = [], []
     for sd in (r for r in runs if r.speculative):
         for base in (b for b in runs if not b.speculative and b.dataset_config == sd.dataset_config):
-            base_points = dict(base.points())
-            for point, records in sd.points():
+            base_points = base.measured_points
+            for point, records in sd.measured_points.items():
                 if point not in base_points:
                     continue
                 sd_ids, base_ids, skipped, sources = pair_records(records, base_points[point])

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from speedbench.metrics.phases import ANSWER, PHASES, phase_results
-from speedbench.report.runs import LoadedRun
+from speedbench.run_folder import RunFolder
 from speedbench.tokenization.phase_boundary import resolve_markers
 
 
@@ -22,7 +22,7 @@ def _primary(phase: dict) -> dict | None:
     return phase.get("engine") if phase.get("source") == "engine" else phase.get("chunks")
 
 
-def _phase_row(run: LoadedRun, point: str, results: dict, name: str) -> dict[str, Any]:
+def _phase_row(run: RunFolder, point: str, results: dict, name: str) -> dict[str, Any]:
     phase = results["phases"][name]
     summary = _primary(phase) or {}
     ci = summary.get("acceptance_length_ci") or [None, None]
@@ -43,7 +43,7 @@ def _phase_row(run: LoadedRun, point: str, results: dict, name: str) -> dict[str
     }
 
 
-def _position_rows(run: LoadedRun, point: str, results: dict, name: str) -> list[dict[str, Any]]:
+def _position_rows(run: RunFolder, point: str, results: dict, name: str) -> list[dict[str, Any]]:
     phase = results["phases"][name]
     summary = _primary(phase) or {}
     rates = summary.get("conditional_acceptance_rate") or []
@@ -55,17 +55,17 @@ def _position_rows(run: LoadedRun, point: str, results: dict, name: str) -> list
             for i, (rate, ci, m) in enumerate(zip(rates, cis, marginals), start=1)]
 
 
-def phase_tables(runs: list[LoadedRun], *, boundary_ids: str | None = None, prompt_state: str | None = None,
+def phase_tables(runs: list[RunFolder], *, boundary_ids: str | None = None, prompt_state: str | None = None,
                  tokenizer: str | None = None, num_resamples: int = 1000) -> dict[str, Any]:
     """``{"rows", "position_rates", "detection": {run: ...}, "results": {"run/point": ...}}``."""
     out: dict[str, Any] = {"rows": [], "position_rates": [], "detection": {}, "results": {}}
     for run in runs:
-        folder = tokenizer or run.manifest.get("tokenizer_path")
+        folder = tokenizer or run.manifest.tokenizer_path
         detection = resolve_markers(folder, boundary_ids, prompt_state)
         out["detection"][run.run_id] = detection.to_dict()
         if detection.markers is None:
             continue
-        for point, records in run.points():
+        for point, records in run.measured_points.items():
             results = phase_results(records, detection.markers, run.draft_length if run.speculative else 0,
                                     num_resamples=num_resamples).to_dict()
             out["results"][f"{run.run_id}/{point}"] = results

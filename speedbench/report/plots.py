@@ -127,7 +127,7 @@ def pareto_curves(data: ReportData) -> Figure | None:
         ax.set_xlabel("user TPS (tokens/s per request, mean)")
         ax.set_ylabel("output TPS (tokens/s, all requests)")
         isl = mine[0]["isl_bucket"]
-        ax.set_title(bucket if isl == bucket else f"{bucket} (ISL {isl})")
+        ax.set_title(f"{bucket} (ISL {isl})" if isl and isl != bucket else bucket)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     fig.suptitle("Output TPS vs user TPS (c = concurrency)")

@@ -230,7 +230,7 @@ def test_stored_bundle_reads_back_into_runs(seeded_store):
     metadata, runs, _ = read_runs(seeded_store.archive(entry.id), STORED_LIMITS)
     assert metadata.model == entry.metadata["model"]
     assert {r.role for r in runs} == {"sd", "baseline"}
-    assert {r.isl for r in runs} == {None, "1k"}
+    assert {r.isl_bucket for r in runs} == {None, "1k"}
 
 
 def test_a_fresh_space_restores_its_board_from_the_mirror(tmp_path, seed_bundles, known_builds):

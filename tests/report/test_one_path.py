@@ -1,8 +1,15 @@
-"""results.json (the client), the report and the leaderboard's recompute give identical acceptance
-numbers on the same records: one path (speedbench.metrics.record_acceptance) from records to AL.
+"""results.json (the client), the report and the board give identical acceptance numbers on the same
+records: one reader (speedbench.run_folder) and one path (speedbench.metrics.record_acceptance) from
+a run folder to AL.
+
+The board's side is the code the Space runs on an upload: the folder packed into a bundle
+(``pack_bundle``), read back with ``read_runs`` (``speedbench.leaderboard.runs.read_run``: the
+one reader under the board's rules) and its figures computed by ``compute_entry_metrics``.
 
 The records hold what makes paths diverge: merged chunks, a failed request, warmup requests,
-multi-turn requests (turns pooled per question id), with and without engine statistics.
+multi-turn requests (turns pooled per question id). Three kinds of run: an engine with per-request
+statistics, one with only Prometheus counters (chunks are steps), and an OpenAI-compatible stream
+(no statistics, chunks are not steps: no AL anywhere).
 """
 from __future__ import annotations
 
@@ -12,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from speedbench.leaderboard.recompute import recompute_metrics
-from speedbench.leaderboard.records_adapter import parse_run
+from speedbench.leaderboard.pack import pack_bundle
+from speedbench.leaderboard.validate import ValidatedBundle, compute_entry_metrics, read_runs
 from speedbench.metrics.run_results import compute_results
 from speedbench.report.compute import ReportOptions, compute_report
 from speedbench.report.runs import load_run
@@ -21,9 +28,16 @@ from speedbench.report.runs import load_run
 K = 4
 KEYS = ("acceptance_length", "acceptance_length_ci", "acceptance_length_request_weighted",
         "tokens_per_decode_step", "num_requests", "num_steps")
+METADATA = {"model": "stories260K", "drafter": "stories260K-q4", "sd_method": "draft_model", "engine": "llamacpp",
+            "engine_version": "b0", "gpu": "cpu", "draft_length": K, "temperature": 0.0}
+# case: (per-request engine statistics, chunks are steps, a counters.jsonl) -> the primary source
+CASES = {"engine": (True, True, False, "engine"), "counters_only": (False, True, True, "chunks"),
+         "openai": (False, False, False, None)}
 
 
-def _awkward_records(records_maker, engine_stats: bool):
+def _awkward_records(records_maker, engine_stats: bool, steps: bool, merged_steps: bool | None = None):
+    """``merged_steps``: whether the record with a 9-token chunk says its chunks are steps (the board
+    refuses a step larger than K + 1, the client leaves it out); None: no such record."""
     base = records_maker(speculative=True, draft_length=K, concurrency=1, per_category=3, max_tokens=40,
                          ttft_s=0.05, step_s=0.02, seed=3)
     if not engine_stats:
@@ -38,49 +52,75 @@ def _awkward_records(records_maker, engine_stats: bool):
                                   chunk_ns=r.chunk_ns[:4], end_ns=r.chunk_ns[3]) for i, r in enumerate(base[:2])]
     # a second turn of the first question: pooled with its first turn into one request
     turn = dataclasses.replace(base[0], record_key=f"c1/{base[0].question_id}/1", turn_index=1, num_turns=2)
-    return base + [merged, failed, turn] + warmup
+    records = [dataclasses.replace(r, chunks_are_steps=steps) for r in base + [failed, turn] + warmup]
+    return records + ([dataclasses.replace(merged, chunks_are_steps=merged_steps)] if merged_steps is not None else [])
+
+
+def _counters_line(records) -> str:
+    """llama.cpp's counter deltas over the point, as the engine counts them (drafted steps of K)."""
+    ok = [r for r in records if r.ok and not r.warmup]
+    steps = sum(len(r.chunk_tokens) - 1 for r in ok)
+    emitted = sum(r.output_tokens for r in ok)
+    delta = {"llamacpp:spec_decode_num_drafts_total": steps, "llamacpp:spec_decode_num_draft_tokens_total": K * steps,
+             "llamacpp:spec_decode_num_accepted_tokens_total": emitted - len(ok) - steps,
+             "llamacpp:tokens_predicted_total": emitted}
+    return json.dumps({"run_point": "c1", "delta": delta, "complete": True}) + "\n"
+
+
+def board_metrics(sd_dirs, baseline_dirs=(), metadata=METADATA) -> dict:
+    """What the Space computes for these run folders: packed, read back by the board's reader, recomputed."""
+    meta, runs, _ = read_runs(pack_bundle([Path(d) for d in sd_dirs], metadata, [Path(d) for d in baseline_dirs]))
+    return compute_entry_metrics(ValidatedBundle(metadata=meta, runs=runs, files={}, bundle_sha256="",
+                                                 archive_sha256=""))
 
 
 def _numbers(summary: dict) -> dict:
     return {k: summary.get(k) for k in KEYS}
 
 
-@pytest.mark.parametrize("engine_stats", [True, False])
-def test_client_report_and_board_agree(tmp_path, run_writer, records_maker, engine_stats):
-    run_dir = run_writer(tmp_path / "run", speculative=True, draft_length=K, concurrencies=(),
-                         extra_records=_awkward_records(records_maker, engine_stats))
-    client = compute_results(run_dir, num_resamples=1000, draft_length=K)["points"]
-    assert len(client) == 1
-    point = client[0]
-    primary = point["primary_acceptance_source"]
-    assert primary == ("engine" if engine_stats else "chunks")
+@pytest.mark.parametrize("case", CASES)
+def test_client_report_and_board_agree(tmp_path, run_writer, records_maker, case):
+    engine_stats, steps, counters, primary = CASES[case]
+    # the engine case keeps a merged chunk, streamed by an adapter that cannot vouch for steps
+    records = _awkward_records(records_maker, engine_stats, steps, merged_steps=False if engine_stats else None)
+    run_dir = run_writer(tmp_path / "run", speculative=True, draft_length=K, concurrencies=(), extra_records=records)
+    if counters:
+        (run_dir / "counters.jsonl").write_text(_counters_line(records))
+    (point,) = compute_results(run_dir, num_resamples=1000, draft_length=K)["points"]
+    assert point["primary_acceptance_source"] == primary
     assert point["num_errors"] == 1 and point["num_warmup_excluded"] == 2
-    client_numbers = _numbers(point["acceptance"][primary])
-
+    assert ("counters" in point["acceptance"]) == counters
     report = compute_report([load_run(run_dir)], ReportOptions(num_resamples=1000))
     (row,) = report.points
+    board = board_metrics([run_dir])
+    (figures,) = board["points"]
+    assert board["acceptance"]["acceptance_source"] == primary
+    assert json.dumps(board)  # JSON-safe
+    if primary is None:  # no statistics and chunks that are not steps: no AL in any of the three
+        assert row.get("acceptance_length") is None and "acceptance_source" not in row
+        assert board["acceptance"]["acceptance_length"] is None and figures["acceptance_length"] is None
+        assert board["acceptance"]["per_category"] == {}
+        return
+    client_numbers = _numbers(point["acceptance"][primary])
     assert row["acceptance_source"] == primary
     assert row["acceptance_length"] == client_numbers["acceptance_length"]
     assert [row["acceptance_length_ci_low"], row["acceptance_length_ci_high"]] == client_numbers["acceptance_length_ci"]
     assert row["tokens_per_decode_step"] == client_numbers["tokens_per_decode_step"]
     assert _numbers(report.details[f"{row['run']}/c1"]["acceptance"][primary]) == client_numbers
-
-    files = {f"runs/sd/{p.name}": p.read_bytes() for p in Path(run_dir).iterdir() if p.is_file()}
-    board = recompute_metrics([parse_run("runs/sd", "sd", files)], K)
-    assert board["acceptance"]["acceptance_source"] == primary
     assert _numbers(board["acceptance"]) == client_numbers
     per_category = point["acceptance"][primary]["per_category"]
     assert {c: v["acceptance_length"] for c, v in board["acceptance"]["per_category"].items()} == \
         {c: v["acceptance_length"] for c, v in per_category.items()}
-    (figures,) = board["points"]
     assert figures["acceptance_length"] == client_numbers["acceptance_length"]
     assert figures["tokens_per_decode_step"] == client_numbers["tokens_per_decode_step"]
-    assert json.dumps(board)  # JSON-safe
+    # latency: the same per-point routine (speedbench.metrics.load_point) in results.json and on the board
+    assert figures["output_tps"] == point["latency"]["output_tps"]
+    assert figures["step_latency_mean"] == point["latency"]["step_latency"]["mean"]
 
 
 def test_merged_chunks_are_left_out_of_the_chunk_source(tmp_path, run_writer, records_maker):
     run_dir = run_writer(tmp_path / "run", speculative=True, draft_length=K, concurrencies=(),
-                         extra_records=_awkward_records(records_maker, engine_stats=False))
+                         extra_records=_awkward_records(records_maker, engine_stats=False, steps=True, merged_steps=True))
     point = compute_results(run_dir, num_resamples=0, draft_length=K)["points"][0]
     report = point["acceptance"]["chunks"]["trim_report"]
     assert report["num_merged_chunks"] == 1  # the 9-token chunk (> K + 1 = 5)
