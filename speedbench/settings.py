@@ -12,7 +12,7 @@ from dataclasses import dataclass, fields
 # Engines the client speaks to (one adapter each) and the leaderboard accepts.
 ENGINE_NAMES = ("vllm", "sglang", "trtllm", "llamacpp", "openai")
 # Engines `speedbench serve` / LocalEngine can start on this machine.
-LOCAL_ENGINES = ("llamacpp", "vllm")
+LOCAL_ENGINES = ("llamacpp", "vllm", "sglang")
 # Engines reproduced by the stand-in servers of the tests (they need GPUs, or did).
 STANDIN_ENGINES = ("vllm", "sglang", "trtllm")
 

@@ -21,10 +21,12 @@ MARKED_FILES = {
     "e2e": ("test_*e2e*.py", "test_local_engine.py", "test_faults_and_resume.py", "test_load_shapes.py",
             "test_standin_engines.py", "test_real_client_runs.py"),
     "vllm": ("test_*vllm*.py",),
+    # a real SGLang server from .venv-sglang (its files are named *e2e*, so e2e too)
+    "sglang": ("test_*sglang*e2e*.py",),
     # over ~10 s on a 2-core machine (module fixtures that build datasets)
     "slow": ("test_qualitative_build.py", "test_packaged_known_build.py"),
 }
-MARKED_FIXTURES = {"browser": ("browser", "page"), "vllm": ("vllm_*",)}
+MARKED_FIXTURES = {"browser": ("browser", "page"), "vllm": ("vllm_*",), "sglang": ("sglang_server*",)}
 
 
 def markers_for(file_name: str, fixtures) -> set[str]:

