@@ -68,7 +68,10 @@ class LlamaCppAdapter(EngineAdapter):
         timings = state.extra.get("timings") or {}
         usage = state.usage or {}
         tokens = usage.get("completion_tokens", state.tokens_total)
-        raw = {k: timings[k] for k in ("prompt_n", "predicted_n", "draft_n", "draft_n_accepted") if k in timings}
+        # The server's own speeds are kept too: llama.cpp's speed-bench client averages predicted_per_second
+        # (speedbench.peers.llamacpp_bench).
+        raw = {k: timings[k] for k in ("prompt_n", "predicted_n", "draft_n", "draft_n_accepted", "prompt_ms",
+                                       "predicted_ms", "prompt_per_second", "predicted_per_second") if k in timings}
         raw["completion_tokens"] = tokens
         if "draft_n" not in timings:
             # Nothing was drafted: every token after the prefill came from its own step.
