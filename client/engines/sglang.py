@@ -8,7 +8,11 @@ of the latter is the step's token count. The final event's ``meta_info`` carries
 ``finish_reason`` is an object (``{"type": "length", "length": N}``). The histogram
 ``spec_correct_drafts_histogram`` grows only as far as the largest count a request accepted
 (``Req.update_spec_correct_drafts_histogram``), so its length is not K + 1, and
-``spec_cap_length`` is a per-step mean: K comes from ``/get_server_info`` or ``--draft-length``.
+``spec_cap_length`` is a per-step mean: K comes from ``/server_info`` or ``--draft-length``.
+With a draft *tree* (``speculative_eagle_topk`` > 1) ``spec_num_proposed_drafts`` counts tree
+nodes (``num_draft_tokens - 1`` per verify) while at most ``num_steps`` (the depth) are accepted
+per verify: K is the depth, the histogram is h_0..h_depth, and acceptance per position is by
+depth; accepted / proposed is a per-node rate, not comparable with a chain's (the AL is).
 Older releases name the counts ``spec_accept_token_num`` / ``spec_draft_token_num``.
 ``output_ids`` carries the generated ids, cumulative or per event (told apart by length). SGLang's
 Prometheus metrics exist only with ``--enable-metrics``. SGLang's own
@@ -34,6 +38,9 @@ _HISTOGRAM_KEYS = ("spec_correct_drafts_histogram", "spec_accept_histogram", "sp
 # spec_accept_token_num / spec_draft_token_num.
 _ACCEPTED_KEYS = ("spec_num_correct_drafts", "spec_accept_token_num")
 _DRAFTED_KEYS = ("spec_num_proposed_drafts", "spec_draft_token_num")
+# What a run records of /server_info: enough to tell the speculation and K (chain or tree).
+SERVER_INFO_KEYS = ("speculative_algorithm", "speculative_num_draft_tokens", "speculative_num_steps",
+                    "speculative_eagle_topk", "decode_log_interval")
 
 
 def _first(meta: dict[str, Any], keys: tuple[str, ...]) -> int | None:
@@ -135,12 +142,14 @@ class SGLangAdapter(EngineAdapter):
         model_info = await get_json(session, self.url + "/get_model_info")
         if model_info:
             info["model_id"] = model_info.get("model_path")
-        server_info = await get_json(session, self.url + "/get_server_info")
+        # /server_info since 0.5 (/get_server_info, still answered, logs a deprecation warning).
+        server_info = (await get_json(session, self.url + "/server_info")
+                       or await get_json(session, self.url + "/get_server_info"))
         if server_info:
             if server_info.get("version"):
                 info["engine_version"] = f"sglang {server_info['version']}"
-            info["server_info"] = {k: server_info.get(k) for k in ("speculative_algorithm",
-                                                                  "speculative_num_draft_tokens",
-                                                                  "speculative_num_steps") if k in server_info}
+            # speculative_eagle_topk > 1 means a draft tree: K is then its depth (num_steps), and
+            # num_draft_tokens - 1 its node count (speedbench.metrics.draft_length.server_draft_length).
+            info["server_info"] = {k: server_info.get(k) for k in SERVER_INFO_KEYS if k in server_info}
         return info
 

@@ -6,7 +6,8 @@ K is *declared* by what started the run, first found in this order:
 2. the run's options (``manifest.json`` ``options.draft_length``, i.e. ``speedbench run --draft-length``);
 3. ``engine.json`` (``speedbench serve`` / ``demo`` describing the engine they started);
 4. the server's own description (SGLang's ``server_info``: ``speculative_num_draft_tokens``
-   counts the verified token too, so K is one less; else ``speculative_num_steps``).
+   counts the verified token too, so K is one less; else ``speculative_num_steps``; for a draft
+   tree, ``speculative_eagle_topk`` > 1, K is the tree's depth ``speculative_num_steps``).
 
 Without a declaration K is what the engine *reported*: the first request whose statistics name
 it, else the point's Prometheus counters. Without either, the chunk source infers K from the
@@ -34,6 +35,9 @@ def _positive_int(value) -> int | None:
 def server_draft_length(server_info: dict | None) -> int | None:
     """K from the server's description of itself (SGLang's ``/get_server_info``), None without one."""
     info = server_info or {}
+    # A draft tree (top-k > 1): num_draft_tokens counts its nodes; at most its depth is accepted.
+    if (info.get("speculative_eagle_topk") or 1) > 1 and info.get("speculative_num_steps"):
+        return int(info["speculative_num_steps"])
     if info.get("speculative_num_draft_tokens"):
         return max(0, int(info["speculative_num_draft_tokens"]) - 1) or None
     if info.get("speculative_num_steps"):

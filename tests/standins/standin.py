@@ -70,7 +70,8 @@ class StandinServer:
         self.truth: dict[str, dict[str, Any]] = {}  # response id -> what was simulated
         self.send_log: dict[str, list[int]] = {}  # response id -> t_send_ns per chunk
         self.arrival_log: dict[str, int] = {}  # response id -> arrival time (monotonic ns)
-        self.counters = Counters(self.sim.draft_length)
+        self.counters = Counters(self.sim.draft_length, self.sim.proposed_per_step,
+                                 self.sim.sglang_decode_log_interval if self.engine == "sglang" else 0)
         self.perf_metrics: list[dict[str, Any]] = []  # TensorRT-LLM: finished, not yet fetched
         self._created = time.time()
         self._ids = 0
@@ -95,7 +96,8 @@ class StandinServer:
 
     def _sglang_routes(self):
         routes = [("POST", "/generate", self._generate), ("GET", "/get_model_info", self._sglang_model_info),
-                  ("GET", "/get_server_info", self._sglang_server_info)]
+                  ("GET", "/get_server_info", self._sglang_server_info),
+                  ("GET", "/server_info", self._sglang_server_info)]
         return routes + ([("GET", "/metrics", self._metrics)] if self.sim.metrics_enabled else [])
 
     def _vllm_routes(self):
@@ -129,9 +131,13 @@ class StandinServer:
         return web.json_response({"model_path": self.sim.model, "is_generation": True})
 
     async def _sglang_server_info(self, request: web.Request) -> web.Response:
-        return web.json_response({"version": self.sim.version, "speculative_algorithm": "EAGLE",
-                                  "speculative_num_steps": self.sim.draft_length,
-                                  "speculative_num_draft_tokens": self.sim.draft_length + 1})
+        # As SGLang 0.5.23's /server_info: num_draft_tokens counts the verified token too (a tree:
+        # its nodes + 1), num_steps is the depth; /get_server_info answers the same.
+        sim = self.sim
+        return web.json_response({"version": sim.version, "speculative_algorithm": "STANDALONE",
+                                  "speculative_num_steps": sim.draft_length, "speculative_eagle_topk": sim.sglang_topk,
+                                  "speculative_num_draft_tokens": sim.proposed_per_step + 1,
+                                  "decode_log_interval": sim.sglang_decode_log_interval})
 
     async def _log(self, request: web.Request) -> web.Response:
         return web.Response(body=orjson.dumps({"send_ns": self.send_log, "arrival_ns": self.arrival_log}),
@@ -219,6 +225,7 @@ class StandinServer:
         if self.sim.stamp_send_time:
             self.send_log[response_id] = stamps
         start, emitted, text, late = time.perf_counter(), 0, "", 0.0
+        all_ids: list[int] = []  # SGLang streams output_ids cumulatively, like its text
         for index, (group, stall) in enumerate(groups):
             late += stall
             delay = start + self.sim.ttft_s + index * self.sim.step_s + late - time.perf_counter()
@@ -235,8 +242,9 @@ class StandinServer:
             emitted += new
             delta = "".join(f" t{t}" for t in token_ids)
             text += delta
-            event = self._event(response_id, ids, index, token_ids, delta, text, emitted,
-                                index == len(groups) - 1, plan)
+            all_ids += token_ids
+            event = self._event(response_id, ids, index, all_ids if self.engine == "sglang" else token_ids,
+                                delta, text, emitted, index == len(groups) - 1, plan)
             if self.sim.stamp_send_time:
                 event["t_send_ns"] = time.perf_counter_ns()
                 stamps.append(event["t_send_ns"])

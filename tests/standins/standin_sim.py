@@ -48,6 +48,12 @@ class Simulation:
     version: str = "0.0-standin"
     per_request_metrics: bool = True
     sglang_legacy_names: bool = False
+    # SGLang draft tree: top-k branching (1: a chain of K) and its node count (None: K, a chain);
+    # K is then the tree's depth (the most drafts one verify can accept).
+    sglang_topk: int = 1
+    sglang_tree_nodes: int | None = None
+    # SGLang refreshes its spec_* gauges on the decode log line, every this many decode steps.
+    sglang_decode_log_interval: int = 40
     metrics_enabled: bool = True
     return_perf_metrics: bool = True
     enable_iter_perf_stats: bool = True
@@ -57,6 +63,11 @@ class Simulation:
     @property
     def draft_length(self) -> int:
         return len(self.conditional_rates)
+
+    @property
+    def proposed_per_step(self) -> int:
+        """Draft tokens one SGLang verify proposes: K for a chain, the node count for a tree."""
+        return self.sglang_tree_nodes or self.draft_length
 
 
 def prompt_key(ids: list[int]) -> str:
@@ -124,8 +135,14 @@ def chunk_groups(sim: Simulation, sizes: list[int]) -> list[tuple[list[int], flo
 class Counters:
     """The engine-side counters the stand-ins expose (drafted steps only count drafts)."""
 
-    def __init__(self, draft_length: int):
+    def __init__(self, draft_length: int, proposed_per_step: int | None = None, log_interval: int = 0):
         self.k = draft_length
+        # SGLang's gauges: computed over the steps since the last decode log line, refreshed
+        # only every ``log_interval`` verify steps (0 before the first refresh).
+        self.proposed_per_step = proposed_per_step or draft_length
+        self.log_interval = log_interval
+        self.gauges: dict[str, float] = {}
+        self._window = [0, 0]  # verify steps, accepted drafts since the last refresh
         self.drafts = 0
         self.draft_tokens = 0
         self.accepted = 0
@@ -136,6 +153,7 @@ class Counters:
         self.verify_calls = 0
 
     def add(self, plan: StepPlan, prompt_tokens: int) -> None:
+        self.tick_gauges(plan.accepted_all)
         self.requests += 1
         self.prompt_tokens += prompt_tokens
         self.generation_tokens += sum(plan.sizes)
@@ -147,3 +165,14 @@ class Counters:
         for a in accepted:
             for position in range(a):
                 self.per_position[position] += 1
+
+    def tick_gauges(self, accepted_per_step: list[int]) -> None:
+        """Called before ``verify_calls`` counts these steps (SGLang logs per decode step)."""
+        for index, accepted in enumerate(accepted_per_step, start=1):
+            self._window[0] += 1
+            self._window[1] += accepted
+            if self.log_interval and (self.verify_calls + index) % self.log_interval == 0:
+                steps, total = self._window
+                self.gauges = {"spec_accept_length": 1 + total / steps,
+                               "spec_accept_rate": total / (steps * self.proposed_per_step) if self.proposed_per_step else 0.0}
+                self._window = [0, 0]

@@ -57,15 +57,17 @@ def vllm_spec(plan: StepPlan, k: int) -> dict[str, Any]:
 
 def sglang_meta(sim: Simulation, plan: StepPlan, emitted: int) -> dict[str, Any]:
     accepted = plan.accepted_all
-    verify, correct, k = len(accepted), sum(accepted), sim.draft_length
+    # A tree proposes its nodes per verify: the rate is per node (0.509 in the capture, where the
+    # same run as a chain of 3 had 0.848).
+    verify, correct, proposed = len(accepted), sum(accepted), len(accepted) * sim.proposed_per_step
     meta: dict[str, Any] = {"spec_verify_ct": verify, "spec_accept_length": emitted / verify if verify else 1.0,
-                            "spec_accept_rate": correct / (verify * k) if verify and k else 0.0,
+                            "spec_accept_rate": correct / proposed if proposed else 0.0,
                             # grows only as far as the largest count accepted, like Req's histogram
                             "spec_correct_drafts_histogram": histogram(accepted, max(accepted) + 1) if accepted else []}
     if sim.sglang_legacy_names:
-        meta.update(spec_accept_token_num=correct, spec_draft_token_num=verify * k)
+        meta.update(spec_accept_token_num=correct, spec_draft_token_num=proposed)
     else:
-        meta.update(spec_num_correct_drafts=correct, spec_num_proposed_drafts=verify * k)
+        meta.update(spec_num_correct_drafts=correct, spec_num_proposed_drafts=proposed)
     return meta
 
 
@@ -112,14 +114,29 @@ def vllm_metrics(sim: Simulation, c: Counters, created: float) -> list[str]:
 
 
 def sglang_metrics(sim: Simulation, c: Counters) -> list[str]:
-    label = f'model_name="{sim.model}"'
-    al = (c.generation_tokens / c.verify_calls) if c.verify_calls else 0.0
-    return ["# TYPE sglang:spec_verify_calls_total counter",
-            f"sglang:spec_verify_calls_total{{{label}}} {float(c.verify_calls)}",
-            f"sglang:generation_tokens_total{{{label}}} {float(c.generation_tokens)}",
-            f"sglang:prompt_tokens_total{{{label}}} {float(c.prompt_tokens)}",
-            "# TYPE sglang:spec_accept_length gauge", f"sglang:spec_accept_length{{{label}}} {al}",
-            f"sglang:spec_num_draft_tokens{{{label}}} {float(c.k + 1)}"]
+    """As SGLang 0.5.23 with ``--enable-metrics`` (../shared/wire/sglang-0.5.23-cpu/): token counters
+    split by ``is_streaming`` (the stand-in only streams), the verify-call counter, and spec_*
+    gauges that hold the last decode-log window's values (0 until the first refresh)."""
+    model = f'engine_type="unified",model_name="{sim.model}"'
+    streamed = f'{model},is_streaming="true"'
+    gauge_labels = f'{model},moe_ep_rank="0",pp_rank="0",tp_rank="0"'
+    refreshed = bool(c.gauges)
+    gauges = {"spec_accept_length": c.gauges.get("spec_accept_length", 0.0),
+              "spec_accept_rate": c.gauges.get("spec_accept_rate", 0.0),
+              "spec_cap_length": 0.0, "spec_block_accept_length": 0.0,
+              "spec_num_steps": float(sim.draft_length if refreshed and sim.sglang_topk > 1 else 0),
+              "spec_num_draft_tokens": float(sim.proposed_per_step + 1 if refreshed else 0)}
+    lines = []
+    for name, value in gauges.items():
+        lines += [f"# TYPE sglang:{name} gauge", f"sglang:{name}{{{gauge_labels}}} {value}"]
+    return lines + ["# TYPE sglang:prompt_tokens_total counter",
+                    f"sglang:prompt_tokens_total{{{streamed}}} {float(c.prompt_tokens)}",
+                    "# TYPE sglang:generation_tokens_total counter",
+                    f"sglang:generation_tokens_total{{{streamed}}} {float(c.generation_tokens)}",
+                    "# TYPE sglang:spec_verify_calls_total counter",
+                    f"sglang:spec_verify_calls_total{{{model}}} {float(c.verify_calls)}",
+                    "# TYPE sglang:num_requests_total counter",
+                    f"sglang:num_requests_total{{{streamed}}} {float(c.requests)}"]
 
 
 def trtllm_metrics(sim: Simulation, c: Counters) -> list[str]:
