@@ -25,6 +25,7 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from speedbench.dataset_builder.registry import BuiltConfig
+from speedbench.fingerprint import file_sha256
 from speedbench.schema import ARROW_SCHEMA, DatasetRow, rows_to_table
 
 CARD_TEMPLATE = Path(__file__).with_name("dataset_card.md")
@@ -51,14 +52,6 @@ def row_content_hash(row: DatasetRow) -> str:
     """sha256 of the row's canonical JSON (sorted keys, UTF-8): changes iff any field changes."""
     payload = json.dumps(row.to_dict(), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def library_versions() -> dict[str, str]:

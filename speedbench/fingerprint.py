@@ -1,4 +1,5 @@
-"""The content fingerprint of one dataset config: what a run and the leaderboard identify a build by.
+"""Fingerprints: the content fingerprint of one dataset config (what a run and the leaderboard
+identify a build by), and the sha256 of a file (model files, records, parquet files).
 
 It lives in the core because both the measurement client (which records it in a run's
 ``manifest.json``) and the leaderboard (which checks it against known builds) need it, and the
@@ -9,6 +10,15 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+
+
+def file_sha256(path: str | Path) -> str:
+    """sha256 of a file's bytes, read a MiB at a time (model files run to gigabytes)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 # The reference framework's prepared layout: <dir>/speed/<config>/test.parquet.

@@ -14,7 +14,6 @@ and always reaps the process; a child whose parent dies sees stdin close and sto
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import selectors
@@ -30,6 +29,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from speedbench import fingerprint
 from speedbench.engine.config import EngineConfig
 
 _HEALTH_POLL_S = 0.05  # between health probes while the model loads
@@ -47,11 +47,7 @@ class EngineStartError(RuntimeError):
 
 @lru_cache(maxsize=32)
 def _sha256(path: str, mtime_ns: int, size: int) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return fingerprint.file_sha256(path)  # cached per (path, mtime, size): model files run to gigabytes
 
 
 def file_sha256(path: Path) -> str:
