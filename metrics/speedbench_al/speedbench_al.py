@@ -6,6 +6,7 @@ A thin wrapper: the math lives in ``speedbench.metrics.acceptance``.
 import datasets
 import evaluate
 
+from speedbench import CITATION, PAPER_URL
 from speedbench.metrics.acceptance import (
     TrimRules,
     acceptance_from_counters,
@@ -14,16 +15,10 @@ from speedbench.metrics.acceptance import (
     requests_from_step_sizes,
     summarize_acceptance,
 )
+from speedbench.metrics.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_NUM_RESAMPLES, DEFAULT_SEED
 from speedbench.metrics.evaluate_support import ValidatedInputsMixin, column_or_none, ids_or_row_numbers
 
-_CITATION = """\
-@article{speedbench2026,
-  title   = {SPEED-Bench: A Unified and Diverse Benchmark for Speculative Decoding},
-  journal = {arXiv preprint arXiv:2604.09557},
-  year    = {2026},
-  url     = {https://arxiv.org/abs/2604.09557}
-}
-"""
+_CITATION = CITATION
 
 _DESCRIPTION = """\
 Acceptance of draft tokens in speculative decoding, as measured by SPEED-Bench.
@@ -117,12 +112,13 @@ class SpeedbenchAl(ValidatedInputsMixin, evaluate.Metric):
             citation=_CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
             features=datasets.Features(_FEATURES[self._form()]),
-            reference_urls=["https://arxiv.org/abs/2604.09557"],
+            reference_urls=[PAPER_URL],
         )
 
     def _compute(self, categories, question_ids=None, finish_reasons=None, draft_length=None,
                  first_chunk="drop_if_lone", last_chunk="drop", exclude_max_tokens_requests=False,
-                 merged_chunks="exclude", num_resamples=1000, confidence=0.95, seed=0, **inputs):
+                 merged_chunks="exclude", num_resamples=DEFAULT_NUM_RESAMPLES, confidence=DEFAULT_CONFIDENCE,
+                 seed=DEFAULT_SEED, **inputs):
         form = self._form()
         if form == "counters":
             per_position = inputs.pop("accepted_per_position")

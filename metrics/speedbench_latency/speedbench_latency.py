@@ -6,17 +6,11 @@ A thin wrapper: the math lives in ``speedbench.metrics.latency``.
 import datasets
 import evaluate
 
+from speedbench import CITATION, PAPER_URL
 from speedbench.metrics.evaluate_support import ValidatedInputsMixin
 from speedbench.metrics.latency import pareto_frontier, summarize_latency, timings_from_lists
 
-_CITATION = """\
-@article{speedbench2026,
-  title   = {SPEED-Bench: A Unified and Diverse Benchmark for Speculative Decoding},
-  journal = {arXiv preprint arXiv:2604.09557},
-  year    = {2026},
-  url     = {https://arxiv.org/abs/2604.09557}
-}
-"""
+_CITATION = CITATION
 
 _DESCRIPTION = """\
 Latency and throughput of a serving run, from per-request timestamps as SPEED-Bench records
@@ -82,7 +76,7 @@ class SpeedbenchLatency(ValidatedInputsMixin, evaluate.Metric):
             citation=_CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
             features=datasets.Features(_FEATURES[self.config_name]),
-            reference_urls=["https://arxiv.org/abs/2604.09557"],
+            reference_urls=[PAPER_URL],
         )
 
     def _compute(self, send_times=None, chunk_times=None, chunk_tokens=None, categories=None,

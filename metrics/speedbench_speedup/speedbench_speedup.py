@@ -6,17 +6,11 @@ A thin wrapper: the math lives in ``speedbench.metrics.speedup``.
 import datasets
 import evaluate
 
+from speedbench import CITATION, PAPER_URL
 from speedbench.metrics.speedup import best_draft_length, estimate_speedup, measured_speedup
 from speedbench.metrics.evaluate_support import ValidatedInputsMixin
 
-_CITATION = """\
-@article{speedbench2026,
-  title   = {SPEED-Bench: A Unified and Diverse Benchmark for Speculative Decoding},
-  journal = {arXiv preprint arXiv:2604.09557},
-  year    = {2026},
-  url     = {https://arxiv.org/abs/2604.09557}
-}
-"""
+_CITATION = CITATION
 
 _DESCRIPTION = """\
 Speedup of speculative decoding (SD) over autoregressive decoding, estimated as in SPEED-Bench
@@ -83,7 +77,7 @@ class SpeedbenchSpeedup(ValidatedInputsMixin, evaluate.Metric):
             citation=_CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
             features=datasets.Features(_FEATURES[self.config_name]),
-            reference_urls=["https://arxiv.org/abs/2604.09557"],
+            reference_urls=[PAPER_URL],
         )
 
     def reshape_inputs(self, batch):

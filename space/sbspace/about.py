@@ -1,4 +1,5 @@
 """Texts shown by the Space: title, introduction, About tab, submission guide, citation."""
+from speedbench import CITATION as PAPER_CITATION
 
 TITLE = "SPEED-Bench leaderboard"
 
@@ -83,8 +84,4 @@ records, and the same bundle cannot be submitted twice.
 """
 
 CITATION_LABEL = "Cite SPEED-Bench"
-CITATION = r"""@article{speedbench2026,
-  title   = {SPEED-Bench: A Unified and Diverse Benchmark for Speculative Decoding},
-  journal = {arXiv preprint arXiv:2604.09557},
-  year    = {2026}
-}"""
+CITATION = PAPER_CITATION.strip()  # the one citation, also in the evaluate modules' cards
