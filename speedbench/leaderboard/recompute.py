@@ -23,9 +23,9 @@ from speedbench.metrics.speedup import measured_speedup
 from speedbench.metrics.record_acceptance import primary_table
 from speedbench.metrics.results import to_jsonable
 from speedbench.run_folder import RunFolder
+from speedbench.settings import NUM_RESAMPLES
 
 METRICS_VERSION = "1"
-NUM_RESAMPLES = 1000
 SEED = 0
 _AL_KEYS = ("acceptance_length", "acceptance_length_ci", "acceptance_length_request_weighted",
             "acceptance_length_request_weighted_ci", "mean_acceptance_rate", "conditional_acceptance_rate",
@@ -132,7 +132,8 @@ def recompute_metrics(runs: list[RunFolder], draft_length: int) -> dict:
 
 
 def _comparison(records_a, records_b, draft_length_a: int, draft_length_b: int) -> dict | None:
-    table_a, table_b = request_acceptance(records_a, draft_length_a)[0], request_acceptance(records_b, draft_length_b)[0]
+    table_a = request_acceptance(records_a, draft_length_a)[0]
+    table_b = request_acceptance(records_b, draft_length_b)[0]
     if table_a is None or table_b is None:
         return None  # an entry without an acceptance source has no AL to compare
     return compare_acceptance(table_a, table_b, num_resamples=NUM_RESAMPLES, seed=SEED).to_dict()

@@ -21,8 +21,9 @@ import numpy as np
 
 from speedbench.metrics.results import JsonDataclass
 from speedbench.metrics.validation import MetricInputError
+from speedbench.settings import NUM_RESAMPLES
 
-DEFAULT_NUM_RESAMPLES = 1000
+DEFAULT_NUM_RESAMPLES = NUM_RESAMPLES
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_SEED = 0
 # Upper bound on the elements of one (resamples x requests) index block: keeps memory

@@ -61,11 +61,13 @@ import numpy as np
 from speedbench.metrics.acceptance_summary import summarize_acceptance
 from speedbench.metrics.acceptance_tables import as_ragged_float, requests_from_histograms, requests_from_step_sizes
 from speedbench.metrics.acceptance_trimming import AcceptanceWarning, TrimRules, stalled_chunks, trim_step_sizes
+from speedbench.metrics.draft_length import statistics_draft_length
 from speedbench.metrics.latency import DistributionStats, distribution_stats
 from speedbench.metrics.record_acceptance import _chunks_verified
 from speedbench.metrics.results import JsonDataclass
 from speedbench.metrics.steps import placeholder_step
 from speedbench.metrics.validation import MetricInputError, as_ragged_counts
+from speedbench.settings import NUM_RESAMPLES
 
 THINKING, ANSWER = "thinking", "answer"
 PHASES = (THINKING, ANSWER)
@@ -291,7 +293,7 @@ def _chunk_summary(records, splits, keeps, want_answer: bool, draft_length, num_
 
 def _engine_summary(records, splits, want_answer: bool, draft_length, num_resamples: int, seed: int):
     pairs = [(r, s) for r, s in zip(records, splits) if s.step_is_answer is not None]
-    k = next((r.engine_stats.draft_length for r, _ in pairs if r.engine_stats.draft_length), None) or draft_length
+    k = statistics_draft_length((r for r, _ in pairs), draft_length)
     if not pairs or not k:
         return None
     accepted = [s.step_accepted[s.step_is_answer == want_answer] for _, s in pairs]
@@ -350,7 +352,8 @@ def _phase(records, splits, keeps, phase: str, draft_length, num_resamples: int,
         chunks=chunks, engine=engine, duration_s=duration, tokens_per_s=tps, inter_chunk_latency_s=gaps)
 
 
-def phase_results(records, markers: PhaseMarkers, draft_length: int | None = None, *, num_resamples: int = 1000,
+def phase_results(records, markers: PhaseMarkers, draft_length: int | None = None, *,
+                  num_resamples: int = NUM_RESAMPLES,
                   seed: int = 0) -> PhaseResults:
     """Figures per phase of ``records`` (successful, measured ones; others are skipped uncounted).
 

@@ -22,6 +22,7 @@ from speedbench.metrics.results import to_jsonable
 from speedbench.metrics.steps import TOKENS_PER_DECODE_STEP
 from speedbench.records import MANIFEST_NAME, RECORDS_NAME, TurnRecord, jsonl_lines
 from speedbench.run_folder import RunFolder, counter_points, read_run_folder
+from speedbench.settings import AGREEMENT_TOLERANCE, NUM_RESAMPLES
 
 RESULTS_FORMAT_VERSION = 1
 
@@ -151,7 +152,8 @@ def analyse_point(point: str, records: list[TurnRecord], engine: str, counter_en
         consistency=consistency)
 
 
-def compute_results(run: str | Path | RunFolder, tolerance: float = 0.02, num_resamples: int = 1000,
+def compute_results(run: str | Path | RunFolder, tolerance: float = AGREEMENT_TOLERANCE,
+                    num_resamples: int = NUM_RESAMPLES,
                     draft_length: int | None = None) -> dict:
     """Results of every load point of a run folder (a path, read with
     :func:`speedbench.run_folder.read_run_folder`, or a folder already read). ``draft_length`` is K

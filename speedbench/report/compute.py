@@ -37,6 +37,7 @@ from speedbench.records import MAX_TOKENS_REASONS, TurnRecord
 from speedbench.report.lossless import losslessness_rows
 from speedbench.report.phases import phase_tables
 from speedbench.run_folder import RunFolder
+from speedbench.settings import AGREEMENT_TOLERANCE, NUM_RESAMPLES
 
 LATENCY_QUANTITIES = ("ttft", "step_latency", "tpot", "e2e")
 REPORT_FORMAT = "speedbench report v1"
@@ -44,9 +45,9 @@ REPORT_FORMAT = "speedbench report v1"
 
 @dataclass
 class ReportOptions:
-    num_resamples: int = 1000  # bootstrap resamples (95% percentile intervals, seed 0: the metrics defaults)
+    num_resamples: int = NUM_RESAMPLES  # bootstrap resamples (95% percentile intervals, seed 0: the metrics defaults)
     title: str = "SPEED-Bench report"
-    agreement_tolerance: float = 0.02
+    agreement_tolerance: float = AGREEMENT_TOLERANCE
     # Thinking vs answer (speedbench.report.phases): overrides of the detected phase boundary.
     phase_boundary_ids: str | None = None  # "151668" or "1,2,3"
     phase_prompt_state: str | None = None  # "none" | "open" | "closed"

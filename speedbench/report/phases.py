@@ -15,6 +15,7 @@ from typing import Any
 
 from speedbench.metrics.phases import ANSWER, PHASES, phase_results
 from speedbench.run_folder import RunFolder
+from speedbench.settings import NUM_RESAMPLES
 from speedbench.tokenization.phase_boundary import resolve_markers
 
 
@@ -56,7 +57,7 @@ def _position_rows(run: RunFolder, point: str, results: dict, name: str) -> list
 
 
 def phase_tables(runs: list[RunFolder], *, boundary_ids: str | None = None, prompt_state: str | None = None,
-                 tokenizer: str | None = None, num_resamples: int = 1000) -> dict[str, Any]:
+                 tokenizer: str | None = None, num_resamples: int = NUM_RESAMPLES) -> dict[str, Any]:
     """``{"rows", "position_rates", "detection": {run: ...}, "results": {"run/point": ...}}``."""
     out: dict[str, Any] = {"rows": [], "position_rates": [], "detection": {}, "results": {}}
     for run in runs:
