@@ -17,9 +17,11 @@ Record rules (``check_record``; ``draft_length`` K, 0 for an autoregressive base
   token in its usage that it never streams);
 - ``chunks.step_size``: when chunks are steps and the engine's own counts leave no room for
   merging (its decode steps equal the token chunks after the prefill's), no chunk carries more
-  than K + 1 tokens (the first may also hold the prefill's token: K + 2). A larger chunk the
-  counts can hold is several steps merged (the vLLM frontend does so): the acceptance figures
-  count and exclude it as merged, and it is no violation;
+  than K + 1 tokens (the first may also hold the prefill's token: K + 2); so too for llama.cpp,
+  whose chunks are grouped by the step each event names, and for records without engine counts
+  (nothing shows such a chunk holds several steps). A larger chunk the engine's counts can hold
+  is several steps merged (the vLLM frontend does so): the acceptance figures count and exclude
+  it as merged, and it is no violation;
 - ``stats.k_mismatch``: the engine's K equals the submitted K;
 - ``stats.histogram_width``: no histogram bin above K (bins h_0..h_K);
 - ``stats.histogram_counts``: the histogram's steps and accepted tokens equal the counts;
@@ -162,7 +164,15 @@ def _chunks(r, k: int, b: PhysicalBounds, v: list[Violation]) -> None:
             return
         steps = record_steps(r)
         chunk_steps = sum(1 for t in tokens[1:] if t > 0)
-        if steps is not None and steps.decode_steps == chunk_steps:  # one step per chunk: none merged
+        if r.engine_stats is not None and str(r.engine_stats.source).startswith("llamacpp"):
+            # llama.cpp's events carry their step (timings_per_token): one chunk is one step, never merged
+            v.append(Violation("chunks.step_size", key, f"chunk_tokens[{big}]",
+                               f"{tokens[big]} tokens in one llama.cpp step; at most K + 1 = {k + 1}"))
+        elif steps is None:  # nothing tells a merged chunk from an impossible step: not believed
+            v.append(Violation("chunks.step_size", key, f"chunk_tokens[{big}]",
+                               f"{tokens[big]} tokens in one chunk, over K + 1 = {k + 1}, and no engine counts to "
+                               "show it holds several steps"))
+        elif steps.decode_steps == chunk_steps:  # one step per chunk: none merged
             v.append(Violation("chunks.step_size", key, f"chunk_tokens[{big}]",
                                f"{tokens[big]} tokens in one chunk, and the engine counted one decode step per "
                                f"chunk ({steps.decode_steps}), so in one step; at most K + 1 = {k + 1}"))

@@ -92,14 +92,17 @@ def test_merged_chunks_may_exceed_k_plus_one_only_when_not_steps():
 
 def test_a_chunk_over_k_plus_one_is_merged_unless_the_engine_counted_one_step_per_chunk():
     """The acceptance figures count a chunk of more than K + 1 tokens as merged steps; the rule agrees
-    unless the engine's own decode steps equal the chunks (then the chunk was one step: impossible)."""
-    assert rules(record(chunks=(1, 8, 5))) == []  # no engine counts: merged
+    where the engine's own decode steps leave room for the merge (vLLM's frontend merges steps)."""
+    assert rules(record(chunks=(1, 8, 5))) == ["chunks.step_size"]  # no engine counts: nothing shows a merge
     # 14 tokens = 1 + 4 decode steps + 9 accepted: room for the 2 chunks to hold 4 steps
     assert rules(record(chunks=(1, 8, 5), stats=vllm(4, 9))) == []
     # the engine says 2 decode steps for the 2 chunks after the prefill's: 8 tokens in one step
     found = check_record(record(chunks=(1, 8, 5), stats=vllm(2, 11)), K)
     assert [v.rule for v in found][:2] == ["chunks.step_size", "stats.accepted_exceeds_drafted"]
     assert "8 tokens in one chunk, and the engine counted one decode step per chunk (2)" in found[0].detail
+    # llama.cpp names each event's step: its chunks are single steps whatever its counts say
+    llamacpp = EngineSpecStats(source="llamacpp.timings", verify_steps=4, draft_tokens=12, accepted_tokens=9)
+    assert rules(record(chunks=(1, 8, 5), stats=llamacpp)) == ["chunks.step_size"]
 
 
 def test_a_stream_read_at_once_is_client_lag_not_an_impossible_engine():
