@@ -17,6 +17,7 @@ import numpy as np
 
 from speedbench.dataset_builder.curate_input import CurateInputError, InputSpec, Prompt, check_group_sizes
 from speedbench.dataset_builder.registry import BuiltConfig
+from speedbench.dataset_builder.selection.template_dups import template_duplicates
 from speedbench.schema import DatasetRow
 
 CONFIG_NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789_-")
@@ -31,6 +32,7 @@ class CurateOptions:
     index: str = "flat"
     threads: int = 1
     dedup_threshold: float = 0.95
+    template_extra: int = 80     # template variants: at most this many extra 5-grams (0: keep them)
     source: str = ""
     license: str = ""
 
@@ -54,7 +56,7 @@ def to_row(prompt: Prompt, options: CurateOptions) -> DatasetRow:
                       language=prompt.extra.get("language") or "und", license=options.license)
 
 
-def select_group(vectors: np.ndarray, options: CurateOptions, group: str):
+def select_group(vectors: np.ndarray, options: CurateOptions, group: str, variants: int = 0):
     """(kept pool positions, chosen positions within them, random positions, dropped near-duplicates)."""
     from speedbench.dataset_builder.selection import random_select, select
     from speedbench.dataset_builder.selection.dedup import near_duplicates
@@ -62,8 +64,9 @@ def select_group(vectors: np.ndarray, options: CurateOptions, group: str):
     drop = near_duplicates(vectors, options.dedup_threshold)
     keep = np.flatnonzero(~drop)
     if len(keep) < options.per_group:
-        raise CurateInputError(f"group {group!r}: {len(keep)} prompts left after removing {int(drop.sum())} "
-                               f"near-duplicates (cosine >= {options.dedup_threshold}), fewer than "
+        raise CurateInputError(f"group {group!r}: {len(keep)} prompts left after removing {variants} template "
+                               f"variants and {int(drop.sum())} near-duplicates (cosine >= {options.dedup_threshold}), "
+                               f"fewer than "
                                f"--per-group {options.per_group}")
     seed = group_seed(options.seed, group)
     chosen = select(vectors[keep], options.per_group, options.selector, seed=seed, index=options.index,
@@ -85,18 +88,25 @@ def curate(spec: InputSpec, prompts: list[Prompt], embeddings: np.ndarray, optio
     rows: list[DatasetRow] = []
     results, per_group = [], {}
     for group in sorted(members):
-        positions = np.asarray(members[group])
-        keep, chosen, random_chosen, dropped = select_group(embeddings[positions], options, group)
+        everyone = np.asarray(members[group])
+        # Template variants first (a text method: embeddings miss a courtesy prefix on a short prompt).
+        variants = template_duplicates(["\n\n".join(prompts[p].turns) for p in everyone], options.template_extra)
+        positions = everyone[~variants.drop]
+        keep, chosen, random_chosen, dropped = select_group(embeddings[positions], options, group, variants.count)
         vectors = embeddings[positions[keep]]
         results.append(measure(group, vectors, chosen, random_chosen, None))
         selected = sorted((to_row(prompts[positions[keep[i]]], options) for i in chosen), key=lambda r: r.question_id)
         rows += selected
-        per_group[group] = {"prompts": len(positions), "near_duplicates_removed": dropped, "pool": len(keep),
+        per_group[group] = {"prompts": len(everyone), "template_variants_removed": variants.count,
+                             "template_variants": [[prompts[everyone[a]].prompt_id, prompts[everyone[b]].prompt_id]
+                                                   for a, b in sorted(variants.kept_for.items())],
+                             "near_duplicates_removed": dropped, "pool": len(keep),
                             "selected": len(selected), "multiturn": sum(r.multiturn for r in selected),
                             "mean_similarity": {"selected": results[-1].ours, "random": results[-1].random}}
     markdown, files = write_report(Path(out_dir) / "reports" / options.name, results, embedder_id)
     stats = {"selector": options.selector, "index": options.index, "embedder": embedder_id,
              "per_group": options.per_group, "dedup_threshold": options.dedup_threshold, "seed": options.seed,
+             "template_extra": options.template_extra,
              "input": {"path": str(spec.path), "text_field": spec.text_field, "group_by": spec.group_by,
                        "id_field": spec.id_field, "records": len(prompts)},
              "groups": per_group, "languages": sorted({r.language for r in rows} - {"und"}),
@@ -113,12 +123,15 @@ def card_section(rows: list[DatasetRow], stats: dict, options: CurateOptions) ->
              f"{len(rows)} prompts: {options.per_group} per value of `{source['group_by']}` in "
              f"`{Path(source['path']).name}` ({source['records']:,} records, text field `{source['text_field']}`), "
              f"chosen for semantic diversity as SPEED-Bench chooses its Qualitative split: embedded with "
-             f"`{stats['embedder']}`, near-duplicates (cosine >= {options.dedup_threshold}) removed, then "
+             f"`{stats['embedder']}`, template variants (the same prompt but for a short prefix, suffix or spacing: "
+             f"MinHash over character 5-grams, at most {options.template_extra} extra) and near-duplicates "
+             f"(cosine >= {options.dedup_threshold}) removed, then "
              f"`{options.selector}` (Algorithm 1: greedy + swap, over the `{options.index}` index), seed {options.seed}.",
-             "", "| group | prompts | near-duplicates removed | selected | multi-turn | mean similarity: selected | random |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+             "", "| group | prompts | template variants removed | near-duplicates removed | selected | multi-turn | "
+             "mean similarity: selected | random |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for group, g in stats["groups"].items():
-        lines.append(f"| {group} | {g['prompts']} | {g['near_duplicates_removed']} | {g['selected']} | {g['multiturn']} | "
+        lines.append(f"| {group} | {g['prompts']} | {g['template_variants_removed']} | {g['near_duplicates_removed']} | "
+                     f"{g['selected']} | {g['multiturn']} | "
                      f"{g['mean_similarity']['selected']:.3f} | {g['mean_similarity']['random']:.3f} |")
     lines += ["", f"The diversity report with heatmaps is in `reports/{options.name}/reports/diversity.md`."]
     return "\n".join(lines)

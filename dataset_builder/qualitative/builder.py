@@ -1,7 +1,8 @@
 """Build the Qualitative config: 11 categories x 80 prompts chosen for semantic diversity.
 
 Steps per category: pool (all adapters' candidates; Spec-Bench is never one; ``--pool-cap`` can
-cap it with a seeded source-balanced sample, 0 = every candidate, the default), embed (cached by
+cap it with a seeded source-balanced sample, 0 = every candidate, the default), drop template-only
+variants (MinHash over character 5-grams, ``selection/template_dups.py``), embed (cached by
 content hash), drop near-duplicates (FAISS), select k with the chosen selector (default:
 Algorithm 1, greedy + swap), enforce the category's composition rules (``composition.py``: task
 mix and languages in Multilingual, hard share in Coding / Humanities / Math / STEM), then measure
@@ -23,6 +24,7 @@ from speedbench.dataset_builder.qualitative.report import measure, write_report
 from speedbench.dataset_builder.registry import BuildContext, BuiltConfig
 from speedbench.dataset_builder.selection import random_select, select
 from speedbench.dataset_builder.selection.dedup import near_duplicates
+from speedbench.dataset_builder.selection.template_dups import template_duplicates
 from speedbench.dataset_builder.sources import SourceFiles, specbench
 from speedbench.schema import QUALITATIVE_CATEGORIES, DatasetRow
 
@@ -75,6 +77,7 @@ def _category_stats(pool: CategoryPool, removed: int, pool_rows: list[DatasetRow
         "pool": len(pool_rows), "selected": len(selected), "pool_per_source": pool.per_source,
         "selected_per_source": dict(sorted(Counter(r.source for r in selected).items())),
         "multiturn": sum(r.multiturn for r in selected),
+        "multiturn_share": sum(r.multiturn for r in selected) / max(1, len(selected)),
         "pool_difficulty": dict(sorted(Counter(r.difficulty or "none" for r in pool_rows).items())),
         "languages": sorted({r.language for r in selected}),
         "composition": composition,
@@ -103,6 +106,8 @@ def build_qualitative(ctx: BuildContext) -> BuiltConfig:
         for index, category in enumerate(tqdm(QUALITATIVE_CATEGORIES, desc="qualitative", unit="category",
                                               disable=not ctx.progress)):
             pool: CategoryPool = cap_pool(category, candidates[category], int(options["pool_cap"] or 0), ctx.seed)
+            variants = template_duplicates([embedding_text(r) for r in pool.rows])
+            pool.rows = [r for r, dropped in zip(pool.rows, variants.drop) if not dropped]
             vectors, embedded = embed_texts([embedding_text(r) for r in pool.rows], embedder, cache,
                                             progress=ctx.progress, description=f"embedding {category}")
             embedded_total += embedded
@@ -128,6 +133,7 @@ def build_qualitative(ctx: BuildContext) -> BuiltConfig:
             rows += selected
             category_stats[category] = _category_stats(pool, int(drop.sum()), pool_rows, selected, composition,
                                                        results[-1])
+            category_stats[category]["template_variants_removed"] = variants.count
     finally:
         cache.close()
         if hasattr(embedder, "close"):
@@ -138,6 +144,7 @@ def build_qualitative(ctx: BuildContext) -> BuiltConfig:
         "pool_cap": options["pool_cap"], "dedup_threshold": options["dedup_threshold"],
         "texts_embedded_this_build": embedded_total, "categories": category_stats, "short_categories": short,
         "languages": sorted({r.language for r in rows}), "multiturn_rows": sum(r.multiturn for r in rows),
+        "multiturn_share": sum(r.multiturn for r in rows) / max(1, len(rows)),
         "median_first_turn_isl_o200k": float(np.median([first_turn_tokens(r) for r in rows])) if rows else 0.0,
         "hub_revisions": files.resolved_revisions, "report_markdown": markdown,
         "report_files": [str(p.relative_to(ctx.out_dir)) for p in report_files],

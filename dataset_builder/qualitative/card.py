@@ -97,7 +97,22 @@ def category_table(by_category: dict[str, list[DatasetRow]], stats: dict) -> lis
         stat = stats["categories"][category]
         lines.append(f"| {category} | {len({r.language for r in chosen})} | {_task_cell(category, stat, chosen)} | "
                      f"{_difficulty_cell(category, stat)} | {stat['median_first_turn_isl_o200k']:.0f} | "
-                     f"{_paper_cell(category)} | {sum(r.multiturn for r in chosen)} | {_sources_cell(chosen)} |")
+                     f"{_paper_cell(category)} | {_multiturn_cell(chosen)} | {_sources_cell(chosen)} |")
+    return lines
+
+
+def _multiturn_cell(rows: list[DatasetRow]) -> str:
+    multi = sum(r.multiturn for r in rows)
+    return f"{multi} ({multi / max(1, len(rows)):.1%})"
+
+
+def dedup_lines(stats: dict) -> list[str]:
+    """Near-duplicates removed per category before selection, by method."""
+    lines = ["| category | template variants removed (MinHash, character 5-grams) | "
+             "near-duplicates removed (embedding cosine) | pool left |", "|---|---:|---:|---:|"]
+    for category, stat in stats["categories"].items():
+        lines.append(f"| {category} | {stat.get('template_variants_removed', 0)} | "
+                     f"{stat['near_duplicates_removed']} | {stat['pool']} |")
     return lines
 
 
@@ -111,7 +126,7 @@ def summary_lines(rows: list[DatasetRow], stats: dict) -> list[str]:
         f"| rows | {len(rows)} | 880 |",
         f"| median first-turn ISL (o200k) | {stats['median_first_turn_isl_o200k']:.0f} | "
         f"{PAPER['median_first_turn_isl_o200k']} (Spec-Bench: {PAPER['specbench_median_isl']}) |",
-        f"| multi-turn rows | {multiturn} ({multiturn / max(1, len(rows)):.0%}) | {PAPER['multiturn_share']} |",
+        f"| multi-turn rows | {multiturn} ({multiturn / max(1, len(rows)):.1%}) | {PAPER['multiturn_share']} |",
         f"| hard share (coding, humanities, math, stem) | {hard} of {len(hard_rows)} "
         f"({hard / max(1, len(hard_rows)):.0%}) | {PAPER['hard_share']} |",
         f"| languages in Multilingual | {len(multilingual.get('languages', []))} | {PAPER['multilingual_languages']} |",
@@ -151,6 +166,10 @@ def render_card_section(rows: list[DatasetRow], stats: dict, options: dict) -> s
              f"{len(rows)} prompts in {len(by_category)} categories, {len(stats['languages'])} languages.", ""]
     lines += summary_lines(rows, stats) + [""] + category_table(by_category, stats) + [""]
     lines += how_it_was_built(stats, options)
+    lines += ["", "### Near-duplicates removed before selection", "",
+              "Template variants (the same prompt with a short prefix or suffix, a repeat marker or other spacing: "
+              "MinHash LSH over character 5-grams, verified exactly) first, then embedding near-duplicates.", ""]
+    lines += dedup_lines(stats)
     if stats.get("short_categories"):
         lines += ["", "### Short categories (built with `--allow-short`)", ""]
         lines += [f"- **{c}**: only {n} candidates, so it has {n} rows instead of {stats['per_category']}."

@@ -44,6 +44,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--threads", type=int, default=1, help="search threads")
     parser.add_argument("--dedup-threshold", type=float, default=0.95,
                         help="drop prompts whose cosine similarity to an earlier one is at least this; 1 disables")
+    parser.add_argument("--template-dedup", type=int, default=80, metavar="N",
+                        help="drop prompts that repeat an earlier one but for a short template (a prefix, suffix, "
+                             "repeat marker or spacing of at most N character 5-grams; MinHash); 0 keeps them")
     add_embedding_arguments(parser)
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.set_defaults(func=run)
@@ -115,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
                      difficulty_field=args.difficulty_field, hf_config=args.hf_config, split=args.split)
     options = CurateOptions(name=args.config, per_group=args.per_group, seed=args.seed, selector=args.selector,
                             index=args.index, threads=args.threads, dedup_threshold=args.dedup_threshold,
-                            source=args.source or Path(args.input.rstrip("/")).stem, license=args.license)
+                            template_extra=args.template_dedup, source=args.source or Path(args.input.rstrip("/")).stem, license=args.license)
     try:
         if args.per_group < 2:
             raise CurateInputError(f"--per-group {args.per_group}: choose at least 2 prompts per group")
@@ -135,5 +138,9 @@ def run(args: argparse.Namespace) -> int:
                                       "sources": str(Path(args.input).resolve().parent),
                                       "options": {k: v for k, v in vars(args).items() if k != "func"}})
     print(summary(args.out, [built]))
+    for group, g in built.stats["groups"].items():
+        print(f"  {group}: removed before selection: {g['template_variants_removed']} template variant(s) "
+              f"(MinHash, character 5-grams), {g['near_duplicates_removed']} near-duplicate(s) (cosine >= "
+              f"{args.dedup_threshold})")
     print(f"embedded {embedded} of {len(prompts)} texts (the rest came from the cache)")
     return 0
