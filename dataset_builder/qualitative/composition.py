@@ -6,6 +6,12 @@
 - **Coding, Humanities, Math, STEM**: at least ``HARD_SHARE`` (80%) ``hard`` rows ("focused on
   hard problems, approximately 80%, while retaining easier tasks"), i.e. at most 20% of other
   difficulties, where the pool has enough hard candidates.
+- **Multi-turn**: the paper's split is about 20% multi-turn. Only some sources have real
+  multi-turn rows (MT-Bench-101's dialogues in QA, Reasoning and Math, CoSER scenes and RoleBench
+  in Roleplay, consecutive MMLU-Pro questions in Humanities and STEM, SQuAD passages in RAG), so
+  every category whose pool holds multi-turn candidates keeps at least ``MIN_MULTITURN_SHARE``
+  (30%) of its rows multi-turn where the pool and the other rules allow; over the 11 categories
+  that is about 20% of the split.
 
 The selector (Algorithm 1) runs first, unconstrained. ``enforce`` then changes it only as much as
 the rules need, by single swaps on the same objective ``f(S) = sum_{i<j in S} x_i . x_j``:
@@ -24,7 +30,7 @@ already meets the rules and is swap-optimal is returned unchanged.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -35,6 +41,7 @@ MAX_TASK_SHARE = 0.4
 MIN_LANGUAGES = 23
 HARD_SHARE = 0.8
 HARD_CATEGORIES = CATEGORIES_WITH_DIFFICULTY   # the categories with a difficulty field
+MIN_MULTITURN_SHARE = 0.3
 
 
 @dataclass(frozen=True)
@@ -46,6 +53,8 @@ class Rules:
     group_names: tuple[str, ...]
     languages: np.ndarray | None = None  # (N,) int language per pool row
     min_languages: int = 0
+    multiturn: np.ndarray | None = None  # (N,) bool: the row has more than one turn
+    min_multiturn: int = 0
 
 
 def task_of(row: DatasetRow) -> str:
@@ -54,6 +63,21 @@ def task_of(row: DatasetRow) -> str:
 
 def rules_for(category: str, rows: list[DatasetRow], k: int) -> Rules | None:
     """The rules for ``category`` over its pool ``rows`` when ``k`` rows are selected (None: no rules)."""
+    rules = _group_rules(category, rows, k)
+    multiturn = np.array([r.multiturn for r in rows], dtype=bool)
+    if not multiturn.any():
+        return rules
+    if rules is None:
+        rules = Rules("", np.zeros(len(rows), dtype=np.int64), np.array([k], dtype=np.int64), ("any",))
+    # What the group caps leave room for: multi-turn rows of a capped group count at most up to its cap.
+    per_group = np.bincount(rules.groups[multiturn], minlength=len(rules.caps))
+    minimum = min(math.ceil(MIN_MULTITURN_SHARE * k), int(np.minimum(per_group, rules.caps).sum()))
+    description = "; ".join(d for d in (rules.description, f"at least {minimum} of {k} rows multi-turn "
+                                         f"({MIN_MULTITURN_SHARE:.0%} where the pool allows)") if d)
+    return replace(rules, description=description, multiturn=multiturn, min_multiturn=minimum)
+
+
+def _group_rules(category: str, rows: list[DatasetRow], k: int) -> Rules | None:
     if category == "multilingual":
         names = tuple(sorted({task_of(r) for r in rows}))
         groups = np.array([names.index(task_of(r)) for r in rows], dtype=np.int64)
@@ -86,6 +110,10 @@ def violations(rules: Rules, chosen: np.ndarray) -> list[str]:
         distinct = len(set(rules.languages[chosen].tolist()))
         if distinct < rules.min_languages:
             found.append(f"{distinct} languages, at least {rules.min_languages}")
+    if rules.multiturn is not None:
+        multi = int(rules.multiturn[chosen].sum())
+        if multi < rules.min_multiturn:
+            found.append(f"{multi} multi-turn rows, at least {rules.min_multiturn}")
     return found
 
 
@@ -105,6 +133,7 @@ class _State:
         n_lang = 0 if rules.languages is None else int(rules.languages.max()) + 1
         self.lang_counts = (np.bincount(rules.languages[self.chosen], minlength=n_lang)
                             if rules.languages is not None else None)
+        self.multi = int(rules.multiturn[self.chosen].sum()) if rules.multiturn is not None else 0
 
     def deltas(self, positions: np.ndarray) -> np.ndarray:
         """(positions, N) swap deltas; members and disallowed pairs are +inf."""
@@ -128,6 +157,10 @@ class _State:
                 gains = self.lang_counts[rules.languages] == 0
                 same = rules.languages[None, :] == out_lang[:, None]
                 ok &= ~loses[:, None] | same | gains[None, :]
+        if rules.multiturn is not None and self.multi <= rules.min_multiturn:
+            # at the minimum: a multi-turn member may only be replaced by another multi-turn row
+            out_multi = rules.multiturn[self.chosen[positions]]
+            ok &= ~out_multi[:, None] | rules.multiturn[None, :]
         return ok
 
     def swap(self, position: int, candidate: int) -> None:
@@ -142,6 +175,8 @@ class _State:
         if self.lang_counts is not None:
             self.lang_counts[self.rules.languages[out]] -= 1
             self.lang_counts[self.rules.languages[candidate]] += 1
+        if self.rules.multiturn is not None:
+            self.multi += int(self.rules.multiturn[candidate]) - int(self.rules.multiturn[out])
 
 
 def _pick(delta: np.ndarray, tolerance: float) -> tuple[int, int, float] | None:
@@ -172,6 +207,10 @@ def enforce(embeddings: np.ndarray, chosen: np.ndarray, rules: Rules | None,
             positions = everyone[state.lang_counts[rules.languages[state.chosen]] >= 2]
             delta = state.deltas(positions)
             delta[:, state.lang_counts[rules.languages] > 0] = np.inf
+        elif rules.multiturn is not None and state.multi < rules.min_multiturn:
+            positions = everyone[~rules.multiturn[state.chosen]]
+            delta = state.deltas(positions)
+            delta[:, ~rules.multiturn] = np.inf
         else:
             break
         pick = _pick(delta, tolerance)
