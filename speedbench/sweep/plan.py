@@ -262,6 +262,10 @@ def _check(plan: Plan, spec: PlanSpec) -> None:
     _check_run_tables(plan, spec)
 
 
+def _host(host: str) -> str:
+    return "localhost" if host in ("127.0.0.1", "localhost", "::1", "0.0.0.0") else host
+
+
 def _check_ports(plan: Plan) -> None:
     seen: dict[tuple[str, int], Variant] = {}
     for v in plan.variants:
@@ -270,9 +274,9 @@ def _check_ports(plan: Plan) -> None:
             if not match:
                 raise PlanError(f"{_where(plan.path, plan.lines, ('variant', v.source_index, 'url'))}: variant "
                                 f"{v.name!r}: url {v.url!r} is not http(s)://HOST[:PORT]")
-            address = (match.group(1), int(match.group(2) or (443 if v.url.startswith("https") else 80)))
+            address = (_host(match.group(1)), int(match.group(2) or (443 if v.url.startswith("https") else 80)))
         elif v.port is not None:
-            address = ("localhost" if v.host in ("127.0.0.1", "localhost") else v.host, v.port)
+            address = (_host(v.host), v.port)
         else:
             continue  # {port}: a free port is picked when the server starts
         if address in seen:

@@ -123,6 +123,10 @@ class SweepRunner:
         attempt = state.attempts(variant.name) + 1
         folder = self.out / SERVERS_DIR / variant.name
         server = ExternalServer(variant) if variant.url else ServerProcess(variant, folder / f"attempt-{attempt}.log")
+        if not variant.url and variant.port is None:
+            # The client resumes a run folder only against the same URL: a variant keeps the port
+            # it was first given.
+            server.port = state.port_of(variant.name)
         server_id = f"{variant.name}#{attempt}"
         state.add("server_attempt", server_id=server_id, variant=variant.name)
         self.progress.write(f"== variant {variant.name} ({variant.engine}, {variant.method}"
@@ -131,7 +135,7 @@ class SweepRunner:
 
         def spawned(process) -> None:
             state.add("server_started", server_id=server_id, variant=variant.name, pid=process.pid,
-                      create_time=process.create_time, url=process.url, command=process.argv)
+                      create_time=process.create_time, url=process.url, port=process.port, command=process.argv)
 
         try:
             server.start(on_spawn=spawned)
@@ -174,6 +178,7 @@ class SweepRunner:
         from speedbench.client.run.runner import execute_run
 
         options = unit.options(self.plan, server.url)
+        options.progress = self.show_progress
         unit.run_dir.mkdir(parents=True, exist_ok=True)
         write_engine_json(unit, info)
         offset = records_size(unit.run_dir)
@@ -204,22 +209,28 @@ class SweepRunner:
         finally:
             self.progress.unit_finished(0)
         self.progress.unit_finished(len(points) - (self.progress.counted() - counted))
-        if not server.alive():  # died after its last request: the results stand, the next unit waits
+        if not server.alive():
+            # The run ended within its error budget, but the server is gone: requests that failed
+            # since this unit started failed because of it (they run again next time); a unit
+            # without any stands.
+            if self._server_died(server, unit, offset, state):
+                return False
             state.add("unit_done", unit=unit.unit_id, options_sha256=sha, seconds=time.monotonic() - t0)
             self.outcome.finished.append(unit.unit_id)
-            self._server_died(server, None, None, state)
             return False
         state.add("unit_done", unit=unit.unit_id, options_sha256=sha, seconds=time.monotonic() - t0)
         self.outcome.finished.append(unit.unit_id)
         return True
 
-    def _server_died(self, server, unit: Unit | None, offset: int | None, state: SweepState) -> None:
+    def _server_died(self, server, unit: Unit | None, offset: int | None, state: SweepState) -> int:
+        """Report the death; set the unit's failed requests aside; returns how many."""
         dropped = drop_failed_since(unit.run_dir, offset) if unit is not None and offset is not None else 0
         where = f" during {unit.unit_id}" if unit else ""
         message = (f"variant {server.variant.name!r}: the server died{where}; {dropped} failed requests set aside "
                    f"to run again on the next invocation\n--- last lines of the server log ---\n{server.log_tail()}")
         self._fail(server.variant.name, message, state, event="server_died", variant=server.variant.name,
                    unit=unit.unit_id if unit else None, dropped_failed_records=dropped)
+        return dropped
 
     def _fail(self, key: str, message: str, state: SweepState, event: str, **fields) -> None:
         self.outcome.failed[key] = message

@@ -220,35 +220,39 @@ def _listening(host: str, port: int | None) -> bool:
         return False
 
 
-def _tree(pid: int, create_time: float | None) -> list[psutil.Process]:
-    """The leader (if it is still the process we started), its process group and its descendants."""
+def _tree(pid: int, create_time: float | None) -> tuple[list[psutil.Process], bool]:
+    """The leader (if it is still the process we started), its descendants and the members of its
+    process group; and whether signalling the group is safe. A pid in use by another process
+    now (its start time differs) is left alone, and so is its group."""
     found: dict[int, psutil.Process] = {}
     try:
         leader = psutil.Process(pid)
-        if create_time is None or abs(leader.create_time() - create_time) < 0.01:
-            found[pid] = leader
-            for child in leader.children(recursive=True):
-                found[child.pid] = child
+        if create_time is not None and abs(leader.create_time() - create_time) >= 0.01:
+            return [], False  # the pid was reused: not ours
+        found[pid] = leader
+        for child in leader.children(recursive=True):
+            found[child.pid] = child
     except psutil.NoSuchProcess:
-        pass
+        pass  # the leader is gone; its group can outlive it (and its id is not reused while it does)
     for process in psutil.process_iter(["pid"]):
         try:
-            if os.getpgid(process.pid) == pid and (create_time is None or process.create_time() >= create_time - 0.01):
+            if os.getpgid(process.pid) == pid:
                 found.setdefault(process.pid, process)
         except (ProcessLookupError, psutil.NoSuchProcess, PermissionError):
             continue
-    return list(found.values())
+    return list(found.values()), True
 
 
 def stop_tree(pid: int, create_time: float | None, timeout_s: float) -> dict[str, Any]:
     """SIGTERM the group and every descendant, SIGKILL what is left after ``timeout_s``; check gone."""
-    processes = _tree(pid, create_time)
+    processes, ours = _tree(pid, create_time)
     outcome: dict[str, Any] = {"processes": len(processes), "killed": 0}
     for sig, wait_s in ((signal.SIGTERM, timeout_s), (signal.SIGKILL, 10.0)):
-        try:
-            os.killpg(pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
+        if ours and processes and os.getpgid(0) != pid:
+            try:
+                os.killpg(pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
         for process in processes:
             try:
                 process.send_signal(sig)

@@ -49,5 +49,11 @@ class SweepState:
         stopped = {e.get("server_id") for e in self.events if e["event"] == "server_stopped" and e.get("gone")}
         return [e for e in self.events if e["event"] == "server_started" and e.get("server_id") not in stopped]
 
+    def port_of(self, variant: str) -> int | None:
+        """The port the variant's server was given the first time (None: never started)."""
+        ports = [e["port"] for e in self.events if e["event"] == "server_started" and e.get("variant") == variant
+                 and e.get("port")]
+        return int(ports[0]) if ports else None
+
     def attempts(self, variant: str) -> int:
         return sum(1 for e in self.events if e["event"] == "server_attempt" and e.get("variant") == variant)
