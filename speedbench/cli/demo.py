@@ -1,4 +1,4 @@
-"""``speedbench demo``: build SPEED-Lite, serve a tiny model with and without speculation, measure, report.
+"""``speedbench demo``: build SPEED-Lite, then run the demo plan with ``speedbench sweep``.
 
 What it runs (defaults; ``make demo`` uses them):
 
@@ -6,16 +6,17 @@ What it runs (defaults; ``make demo`` uses them):
    ``lite_throughput_1k`` (16 per entropy tier) are built into ``./speed-bench`` (kept and reused
    when already there). They are sampled from the full ``qualitative`` / ``throughput_1k``
    configs when the folder has them; otherwise from small parents built on the spot (qualitative:
-   48 candidates per category embedded, 24 chosen by greedy+swap; throughput: 16 per tier). The throughput
-   prompts are then re-fitted with ``speedbench fit-isl`` to exactly 1,000 tokens of the tiny
-   model's tokenizer (a copy under ``demo-output/``), since the 1,000 o200k tokens of
+   48 candidates per category embedded, 24 chosen by greedy+swap; throughput: 16 per tier).
+2. The throughput prompts are re-fitted with ``speedbench fit-isl`` to exactly 1,000 tokens of the
+   tiny model's tokenizer (``./speed-bench-fitted``), since the 1,000 o200k tokens of
    ``throughput_1k`` are about 2,500 tokens of its 512-token vocabulary and prefill on one CPU
    core would dominate the demo.
-2. llama.cpp (xllamacpp) serves ``stories260K-ctx16k-f32.gguf`` twice: with its Q4_0 draft
-   (K = 4) and without speculation (the baseline).
-3. With each server: the qualitative subset at concurrency 1 and 4, and a concurrency sweep
-   1, 2, 4 on the throughput subset, output capped at a few dozen tokens.
-4. ``speedbench report`` over the four runs: ``demo-output/report.html`` (+ .md, .json, CSV).
+3. ``speedbench sweep examples/sweep/local.toml --out demo-output``: llama.cpp (xllamacpp) serves
+   ``stories260K-ctx16k-f32.gguf`` with its Q4_0 draft at K = 2 and K = 4 and without speculation
+   (the baseline), one server at a time; the qualitative subset at concurrency 1 and 4 and the
+   throughput subset at 1, 2, 4 against each; then the whole sweep's report
+   (``demo-output/sweep.html``, and ``demo-output/report/report.html`` from ``speedbench report``).
+   Rerunning resumes: finished runs are kept (``--fresh`` starts over).
 
 A 260K-parameter model gets no real speedup from speculation (a decoding step costs about a
 tenth of a millisecond, so drafting overhead dominates): the demo shows the pipeline and the
@@ -33,31 +34,26 @@ from pathlib import Path
 
 QUALITATIVE = "lite_qualitative"
 THROUGHPUT = "lite_throughput_1k"
-
-
-def _ints(text: str) -> list[int]:
-    try:
-        values = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
-    return values
+DEMO_PLAN = Path(__file__).resolve().parents[2] / "examples" / "sweep" / "local.toml"
+# The demo plan reads its dataset folders from these (defaults: ./speed-bench, ./speed-bench-fitted).
+DATASET_ENV, FITTED_ENV = "SPEEDBENCH_DEMO_DATASET", "SPEEDBENCH_DEMO_FITTED"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "demo",
-        help="end to end on a tiny local model: build SPEED-Lite, serve with/without SD, measure, report",
+        help="end to end on a tiny local model: build SPEED-Lite, then sweep the demo plan (SD at K=2, 4 and a baseline)",
         description=__doc__.split("\n\n")[0] + " Offline; about 5-10 minutes on 2 CPU cores. "
-                    "Writes demo-output/report.html.",
+                    "Writes demo-output/sweep.html and demo-output/report/report.html.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument("--sources", type=Path, default=None, help="source mirror (default: $SPEEDBENCH_SOURCES)")
     parser.add_argument("--models", type=Path, default=None,
                         help="folder with the stories260K GGUFs and tokenizer (default: $SPEEDBENCH_MODELS)")
     parser.add_argument("--dataset", type=Path, default=Path("speed-bench"), help="dataset folder to build into")
-    parser.add_argument("--out", type=Path, default=Path("demo-output"), help="where runs and the report go")
+    parser.add_argument("--plan", type=Path, default=DEMO_PLAN, help="the sweep plan to run")
+    parser.add_argument("--out", type=Path, default=Path("demo-output"), help="the sweep's folder (runs, report)")
+    parser.add_argument("--fresh", action="store_true", help="start the measurements over (default: resume)")
     parser.add_argument("--per-category", type=int, default=8, help="lite_qualitative: prompts per category")
     parser.add_argument("--per-tier", type=int, default=16, help="lite_throughput_1k: prompts per entropy tier")
     parser.add_argument("--pool-cap", type=int, default=48,
@@ -67,15 +63,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="qualitative parent build: prompts chosen per category by greedy+swap from the pool")
     parser.add_argument("--max-prompt-tokens", type=int, default=600,
                         help="lite_qualitative: leave out prompts longer than this many o200k tokens (all turns)")
-    parser.add_argument("--qualitative-concurrency", type=_ints, default=[1, 4])
-    parser.add_argument("--sweep", type=_ints, default=[1, 2, 4], help="throughput concurrency sweep")
-    parser.add_argument("--qualitative-max-tokens", type=int, default=32)
-    parser.add_argument("--throughput-max-tokens", type=int, default=32)
     parser.add_argument("--isl", type=int, default=1000,
                         help="throughput prompts re-fitted to exactly this many target-model tokens (0: keep o200k)")
-    parser.add_argument("--draft-length", type=int, default=4, help="speculative tokens per step K")
-    parser.add_argument("--draft", default="stories260K-ctx16k-draft-q4_0.gguf", help="draft GGUF")
-    parser.add_argument("--target", default="stories260K-ctx16k-f32.gguf", help="target GGUF")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the lite configs even when present")
     parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples in the report")
     parser.add_argument("--no-progress", action="store_true")
@@ -131,15 +120,20 @@ def build_lite(args, sources: Path) -> None:
 
 
 def fit_throughput(args, sources: Path, models: Path) -> Path:
-    """A copy of the dataset whose throughput prompts are exactly ``--isl`` target tokens."""
+    """A copy of the dataset whose throughput prompts are exactly ``--isl`` target tokens, beside
+    the dataset folder (made again when missing or with --rebuild)."""
     if not args.isl:
         return args.dataset
     from speedbench.cli import main as cli_main
+    from speedbench.dataset_builder.writer import data_file
 
     if args.isl != 1000:
         raise DemoError("--isl: fit-isl fits throughput_1k prompts to its bucket length, 1000 target tokens; "
                         "use 1000 or 0 (keep the o200k prompts)")
-    fitted = args.out / "speed-bench-fitted"
+    fitted = args.dataset.parent / f"{args.dataset.name}-fitted"
+    if data_file(fitted, THROUGHPUT).exists() and not args.rebuild:
+        print(f"   {THROUGHPUT} already fitted in {fitted} (pass --rebuild to fit again)")
+        return fitted
     shutil.rmtree(fitted, ignore_errors=True)
     argv = ["fit-isl", str(args.dataset), "--tokenizer", str(models), "--configs", THROUGHPUT, "--out", str(fitted),
             "--sources", str(sources)] + (["--no-progress"] if args.no_progress else [])
@@ -148,62 +142,27 @@ def fit_throughput(args, sources: Path, models: Path) -> Path:
     return fitted
 
 
-def context_per_slot(dataset: Path, config: str, models: Path, max_tokens: int) -> int:
-    """KV-cache tokens one request can need: every turn of the longest conversation plus one answer
-    of ``max_tokens`` per turn (multi-turn prompts carry the previous answers), rounded up."""
-    import pyarrow.parquet as pq
+def sweep(args, dataset: Path, fitted: Path, models: Path):
+    """``speedbench sweep PLAN --out OUT`` with the demo's folders; returns the report's files."""
+    from speedbench.sweep import PlanError, load_plan
+    from speedbench.sweep.report import write_sweep_report
+    from speedbench.sweep.runner import run_sweep
 
-    from speedbench.dataset_builder.writer import data_file
-    from speedbench.tokenization.target import TargetTokenizer
-
-    tokenizer = TargetTokenizer.from_folder(models)
-    longest = 0
-    for row in pq.read_table(data_file(dataset, config)).to_pylist():
-        need = sum(len(tokenizer.encode(turn)) + 8 for turn in row["turns"]) + max_tokens * len(row["turns"])
-        longest = max(longest, need)
-    return max(512, -(-(longest + 64) // 256) * 256)
-
-
-def measure(args, label: str, engine_config, runs: list[tuple[str, Path, str, list[int], int]], models: Path) -> list[Path]:
-    """Start one server, run every (name, dataset, config, concurrency, max_tokens) against it."""
-    from speedbench.client.engines.base import SamplingOptions
-    from speedbench.client.run.options import RunOptions
-    from speedbench.client.run.runner import execute_run
-    from speedbench.engine import LocalEngine
-
-    out_dirs = []
-    with LocalEngine(engine_config, log_path=args.out / "logs" / f"{label}.log") as engine:
-        description = engine.describe()
-        print(f"   llama.cpp at {engine.url}: speculation={engine_config.speculation} "
-              f"K={description['draft_length']} slots={engine_config.n_parallel} ctx/slot={engine_config.n_ctx_per_slot}")
-        for name, dataset, config, concurrency, max_tokens in runs:
-            run_dir = args.out / "runs" / f"{name}-{label}"
-            run_dir.mkdir(parents=True)
-            (run_dir / "engine.json").write_text(json.dumps(
-                {**description, "label": "SD (Q4_0 draft, K=%d)" % engine_config.draft_length
-                 if engine_config.speculation != "none" else "baseline (no SD)"}, indent=1) + "\n")
-            options = RunOptions(
-                engine="llamacpp", url=engine.url, tokenizer=str(models), dataset=str(dataset), config=config,
-                out=str(run_dir), concurrency=concurrency, prompt_mode="chat",
-                sampling=SamplingOptions(max_tokens=max_tokens, temperature=0.0, ignore_eos=False, seed=0),
-                warmup=1, max_errors=5, request_timeout_s=300.0, read_timeout_s=120.0,
-                draft_length=engine_config.draft_length if engine_config.speculation != "none" else 0,
-                num_resamples=200, progress=not args.no_progress)
-            print(f"   {config} at concurrency {','.join(map(str, concurrency))}, max {max_tokens} tokens -> {run_dir}")
-            results = execute_run(options, log=lambda *a, **k: None)
-            for point in results["points"]:
-                source = point.get("primary_acceptance_source")
-                al = ((point.get("acceptance") or {}).get(source) or {}).get("acceptance_length")
-                tps = (point.get("latency") or {}).get("output_tps")
-                print(f"     {point['run_point']}: {point['num_requests']} requests, {point['num_errors']} errors, "
-                      f"output {tps or 0:.0f} tokens/s" + (f", AL {al:.2f}" if al and engine_config.speculation != "none"
-                                                           else ""))
-            out_dirs.append(run_dir)
-    return out_dirs
+    os.environ.update({DATASET_ENV: str(dataset), FITTED_ENV: str(fitted), "SPEEDBENCH_MODELS": str(models)})
+    print(f"   speedbench sweep {args.plan} --out {args.out}   (dataset {dataset}, throughput prompts {fitted})")
+    try:
+        plan = load_plan(args.plan)
+        outcome = run_sweep(plan, args.out, progress=not args.no_progress,
+                            log=lambda text: print(text, file=sys.stderr, flush=True))
+    except PlanError as error:
+        raise DemoError(str(error)) from None
+    if outcome.failed:
+        raise DemoError("; ".join(f"{key}: {message}" for key, message in outcome.failed.items()))
+    return write_sweep_report(plan, outcome, args.out, num_resamples=args.resamples)
 
 
 def run(args: argparse.Namespace) -> int:
-    from speedbench.engine import EngineConfig, default_models_dir
+    from speedbench.engine import DEFAULT_DRAFT, DEFAULT_TARGET, default_models_dir
 
     started = time.perf_counter()
     sources = args.sources or (Path(os.environ["SPEEDBENCH_SOURCES"]) if os.environ.get("SPEEDBENCH_SOURCES") else None)
@@ -211,54 +170,40 @@ def run(args: argparse.Namespace) -> int:
         print(f"speedbench demo: source mirror not found ({sources}); pass --sources or set SPEEDBENCH_SOURCES",
               file=sys.stderr)
         return 2
-    models = args.models or default_models_dir()
-    for name in (args.target, args.draft, "tokenizer.json"):
+    models = (args.models or default_models_dir()).resolve()
+    for name in (DEFAULT_TARGET, DEFAULT_DRAFT, "tokenizer.json"):
         if not (models / name).is_file():
             print(f"speedbench demo: {models / name} not found; pass --models or set SPEEDBENCH_MODELS", file=sys.stderr)
             return 2
+    if args.fresh:
+        shutil.rmtree(args.out, ignore_errors=True)
     args.out.mkdir(parents=True, exist_ok=True)
-    shutil.rmtree(args.out / "runs", ignore_errors=True)  # measurements are always fresh; the dataset is reused
     timings: dict[str, float] = {}
     try:
-        with _stage(f"1/4 build SPEED-Lite ({QUALITATIVE}, {THROUGHPUT}) into {args.dataset}", timings):
+        with _stage(f"1/3 build SPEED-Lite ({QUALITATIVE}, {THROUGHPUT}) into {args.dataset}", timings):
             build_lite(args, sources)
-        with _stage(f"2/4 fit {THROUGHPUT} prompts to {args.isl} target tokens", timings):
-            throughput_dataset = fit_throughput(args, sources, models)
-        qualitative_ctx = context_per_slot(args.dataset, QUALITATIVE, models, args.qualitative_max_tokens)
-        throughput_ctx = context_per_slot(throughput_dataset, THROUGHPUT, models, args.throughput_max_tokens)
-        slots = max(args.qualitative_concurrency + args.sweep)
-        plan = [("qualitative", args.dataset, QUALITATIVE, args.qualitative_concurrency, args.qualitative_max_tokens),
-                ("throughput_1k", throughput_dataset, THROUGHPUT, args.sweep, args.throughput_max_tokens)]
-        run_dirs: list[Path] = []
-        common = dict(target=str(models / args.target), n_parallel=slots,
-                      n_ctx_per_slot=max(qualitative_ctx, throughput_ctx), n_threads=1)
-        with _stage(f"3/4 measure with speculation (draft {args.draft}, K={args.draft_length})", timings):
-            run_dirs += measure(args, "sd", EngineConfig(speculation="draft", draft=str(models / args.draft),
-                                                         draft_length=args.draft_length, **common), plan, models)
-        with _stage("3/4 measure without speculation (baseline)", timings):
-            run_dirs += measure(args, "baseline", EngineConfig(speculation="none", **common), plan, models)
-        with _stage(f"4/4 report into {args.out}", timings):
-            from speedbench.report import ReportOptions, build_report, summary_lines
-
-            files = build_report(run_dirs, args.out, ReportOptions(
-                num_resamples=args.resamples, title="SPEED-Bench demo: stories260K on llama.cpp (SPEED-Lite)"))
+        with _stage(f"2/3 fit {THROUGHPUT} prompts to {args.isl} target tokens", timings):
+            fitted = fit_throughput(args, sources, models)
+        with _stage(f"3/3 sweep {args.plan.name}: speculation at K = 2 and 4, and the baseline", timings):
+            files = sweep(args, args.dataset, fitted, models)
     except DemoError as error:
         print(f"speedbench demo: {error}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print(f"\nspeedbench demo interrupted; the servers are stopped, partial runs are in {args.out / 'runs'}",
-              file=sys.stderr)
+        print(f"\nspeedbench demo interrupted; the server is stopped, finished requests are kept in "
+              f"{args.out / 'runs'}: run it again to resume", file=sys.stderr)
         return 130
     total = time.perf_counter() - started
     (args.out / "demo.json").write_text(json.dumps({
-        "stages_s": timings, "total_s": round(total, 1), "argv": sys.argv, "runs": [str(p) for p in run_dirs],
+        "stages_s": timings, "total_s": round(total, 1), "argv": sys.argv, "plan": str(args.plan),
         "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k != "func"},
     }, indent=1) + "\n")
     print("\n== summary")
-    for line in summary_lines(files.data):
+    for line in files.summary:
         print("   " + line)
-    print(f"\nreport: {files.html}  (also {files.markdown}, {files.json}); total {total:.0f} s")
+    print(f"\nreport: {files.html}  (every run: {files.report_html}); total {total:.0f} s")
     print("Note: a 260K-parameter model gets no real speedup from speculative decoding (each step costs about a "
           "tenth of a millisecond, so drafting overhead dominates). The demo shows the pipeline and the statistics "
-          "(acceptance per category and position, Pareto curves, Appendix-G estimate vs measured), not a speedup.")
+          "(acceptance per category and position, Pareto curves, the best draft length per batch size, "
+          "Appendix-G estimate vs measured), not a speedup.")
     return 0

@@ -30,39 +30,53 @@ def _server_children() -> list[int]:
 
 
 def test_demo_small_path(tmp_path, models_dir, parents_writer, monkeypatch, capsys):
+    """The shipped plan (examples/sweep/local.toml) on a tiny dataset: K = 2 and 4 and the baseline."""
     monkeypatch.setenv("SPEEDBENCH_MODELS", str(models_dir))
     dataset = parents_writer(tmp_path / "speed-bench", per_category=3, per_tier=3)
     out = tmp_path / "demo-output"
-    code = main(["demo", "--sources", str(tmp_path), "--dataset", str(dataset), "--out", str(out), "--isl", "0",
-                 "--per-category", "1", "--per-tier", "2", "--qualitative-concurrency", "1,2", "--sweep", "1,2",
-                 "--qualitative-max-tokens", "8", "--throughput-max-tokens", "8", "--resamples", "50",
-                 "--no-progress"])
+    argv = ["demo", "--sources", str(tmp_path), "--dataset", str(dataset), "--out", str(out), "--isl", "0",
+            "--per-category", "1", "--per-tier", "2", "--resamples", "50", "--no-progress"]
+    code = main(argv)
     printed = capsys.readouterr().out
     assert code == 0, printed
     assert _server_children() == []
-    # Four runs: {qualitative, throughput} x {SD, baseline}, every request answered.
+    # {qualitative, throughput} x {K=2, K=4, baseline}, every request answered
     runs = sorted(p.name for p in (out / "runs").iterdir())
-    assert runs == ["qualitative-baseline", "qualitative-sd", "throughput_1k-baseline", "throughput_1k-sd"]
+    assert runs == sorted(f"{v}.{c}.r1" for v in ("draft-k2", "draft-k4", "baseline")
+                          for c in ("lite_qualitative", "lite_throughput_1k"))
     lite = {config: pq.read_table(data_file(dataset, config)).to_pylist()
             for config in ("lite_qualitative", "lite_throughput_1k")}
     assert (len(lite["lite_qualitative"]), len(lite["lite_throughput_1k"])) == (11, 6)  # 1 per category, 2 per tier
     turns = {config: sum(len(row["turns"]) for row in rows) for config, rows in lite.items()}
+    points = {"lite_qualitative": 2, "lite_throughput_1k": 3}  # the plan: concurrency 1,4 and 1,2,4
     for run in runs:
         records = [json.loads(line) for line in (out / "runs" / run / "records.jsonl").read_text().splitlines()]
         measured = [r for r in records if not r["warmup"]]
-        config = "lite_qualitative" if run.startswith("qualitative") else "lite_throughput_1k"
-        assert len(measured) == 2 * turns[config]  # two concurrency points
+        config = run.split(".")[1]
+        assert len(measured) == points[config] * turns[config]
         bad = [(r["record_key"], r["error"], r["output_tokens"]) for r in measured
-               if r["error"] is not None or not 1 <= r["output_tokens"] <= 8]
+               if r["error"] is not None or not 1 <= r["output_tokens"] <= 32]
         assert bad == [], run
         engine = json.loads((out / "runs" / run / "engine.json").read_text())
-        assert engine["speculation"] == ("none" if run.endswith("baseline") else "draft")
-    report = json.loads((out / "report.json").read_text())
-    assert {(r["dataset_config"], r["concurrency"]) for r in report["speedup"]} == {
-        ("lite_qualitative", 1), ("lite_qualitative", 2), ("lite_throughput_1k", 1), ("lite_throughput_1k", 2)}
+        assert (engine["speculation"], engine["draft_length"]) == (
+            ("none", 0) if run.startswith("baseline") else ("draft", int(run[len("draft-k")])))
+    sweep = json.loads((out / "sweep.json").read_text())["views"]
+    assert {(r["workload"], r["variant"], r["concurrency"]) for r in sweep["speedup"]} == {
+        (c, v, n) for v in ("draft-k2", "draft-k4") for c, levels in (("lite_qualitative", (1, 4)),
+                                                                      ("lite_throughput_1k", (1, 2, 4)))
+        for n in levels}
+    assert {(r["workload"], r["concurrency"]) for r in sweep["best_draft_length"]} == {
+        ("lite_qualitative", 1), ("lite_qualitative", 4), ("lite_throughput_1k", 1), ("lite_throughput_1k", 2),
+        ("lite_throughput_1k", 4)}
+    report = json.loads((out / "report" / "report.json").read_text())
     sd_acceptance = [r for r in report["acceptance"] if r["category"] == "all"]
-    assert len(sd_acceptance) == 4 and all(1.0 <= r["acceptance_length"] <= 5.0 for r in sd_acceptance)
-    assert (out / "report.html").stat().st_size > 10_000 and (out / "report.md").exists()
-    assert "report:" in printed and "no real speedup" in printed
+    assert len(sd_acceptance) == 10 and all(1.0 <= r["acceptance_length"] <= 5.0 for r in sd_acceptance)
+    assert (out / "report" / "report.html").stat().st_size > 10_000 and (out / "sweep.html").exists()
+    assert "report:" in printed and "no real speedup" in printed and "best K at concurrency" in printed
+    assert "lossless" in printed and "speedup draft-k4 over baseline" in printed
     lite = json.loads((dataset / "manifest.json").read_text())["configs"]["lite_qualitative"]
     assert lite["stats"]["parent"]["origin"] == "dataset folder"
+    # run again: everything is finished, nothing is measured twice
+    before = {run: (out / "runs" / run / "records.jsonl").read_bytes() for run in runs}
+    assert main(argv) == 0
+    assert {run: (out / "runs" / run / "records.jsonl").read_bytes() for run in runs} == before
