@@ -44,11 +44,13 @@ test: install vllm sglang
 docs: install
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
+# SPEED-Lite into ./speed-bench (kept), then `speedbench sweep examples/sweep/local.toml --out demo-output`
+# (resumable: a second `make demo` only measures what is missing; `make demo DEMO_ARGS=--fresh` starts over).
 demo: install
-	$(OFFLINE) $(VENV)/bin/speedbench demo --sources $(SPEEDBENCH_SOURCES)
+	$(OFFLINE) $(VENV)/bin/speedbench demo --sources $(SPEEDBENCH_SOURCES) $(DEMO_ARGS)
 
 clean:
-	rm -rf $(VENV) $(VLLM_VENV) $(SGLANG_VENV) speed-bench demo-output site
+	rm -rf $(VENV) $(VLLM_VENV) $(SGLANG_VENV) speed-bench speed-bench-fitted demo-output site
 
 # The browser tests drive the system Chromium (never a downloaded one). `make test` installs it
 # the way .ci/run does, or stops with the command to run: the browser tests never skip silently.
