@@ -7,7 +7,7 @@ import tempfile
 from pathlib import Path
 
 from speedbench.metrics.phases import PROMPT_STATES
-from speedbench.records import MANIFEST_NAME, RECORDS_NAME
+from speedbench.records import MANIFEST_NAME
 
 API_NAME = "/submit_bundle"
 
@@ -63,8 +63,7 @@ def _metadata(args) -> dict:
         "engine": args.engine or manifest.get("engine"),
         "engine_version": args.engine_version or manifest.get("engine_version"),
         "gpu": args.gpu,
-        "draft_length": args.draft_length if args.draft_length is not None
-        else options.get("draft_length") or _engine_draft_length(args.run_dirs[0]),
+        "draft_length": args.draft_length if args.draft_length is not None else _run_draft_length(args.run_dirs[0]),
         "temperature": args.temperature if args.temperature is not None
         else sampling.get("temperature", options.get("temperature")),
         "model_family": args.model_family, "submitter": args.submitter, "notes": args.notes,
@@ -95,20 +94,15 @@ def _phase_metadata(args) -> dict:
                                           if args.phase_prompt_state else {})}
 
 
-def _engine_draft_length(run_dir: Path) -> int | None:
-    """K as the engine reported it in the run's first records (None when it did not)."""
-    path = run_dir / RECORDS_NAME
-    if not path.is_file():
+def _run_draft_length(run_dir: Path) -> int | None:
+    """K as the run folder says it (speedbench.metrics.draft_length: --draft-length, engine.json, the
+    server's description, the engine's records); None when it says nothing or cannot be read."""
+    from speedbench.run_folder import RunFolderError, read_run_folder
+
+    try:
+        return read_run_folder(run_dir).draft_length
+    except (RunFolderError, ValueError, OSError):
         return None
-    with open(path, encoding="utf-8") as handle:
-        for _, line in zip(range(100), handle):
-            try:
-                k = (json.loads(line).get("engine_stats") or {}).get("draft_length")
-            except (ValueError, AttributeError):
-                continue
-            if k:
-                return int(k)
-    return None
 
 
 def _dry_run(bundle: bytes) -> int:
@@ -132,13 +126,17 @@ def _dry_run(bundle: bytes) -> int:
         print(f"rejected: {exc}", file=sys.stderr)
         return 1
     acceptance = metrics["acceptance"]
-    print(f"mean AL {acceptance['acceptance_length']:.3f} (95% CI {acceptance['acceptance_length_ci']}), "
-          f"request-weighted {acceptance['acceptance_length_request_weighted']:.3f}")
+    if acceptance["acceptance_length"] is None:  # no statistics and chunks that are not steps
+        print(f"no AL: {'; '.join(acceptance.get('warnings') or [])}")
+    else:
+        print(f"mean AL {acceptance['acceptance_length']:.3f} (95% CI {acceptance['acceptance_length_ci']}), "
+              f"request-weighted {acceptance['acceptance_length_request_weighted']:.3f}")
     for category, figures in acceptance["per_category"].items():
         print(f"  {category:<14} AL {figures['acceptance_length']:.3f}")
     for speedup in metrics["speedup"]:
         print(f"  speedup {speedup['isl']} c={speedup['concurrency']}: {speedup['speedup_measured']:.3f} "
-              f"(Appendix-G estimate {speedup['speedup_estimate']:.3f})")
+              + (f"(Appendix-G estimate {speedup['speedup_estimate']:.3f})" if speedup["speedup_estimate"] is not None
+                 else "(no Appendix-G estimate: chunks are not decoding steps)"))
     _print_losslessness(metrics.get("losslessness"))
     for name, figures in ((metrics.get("phases") or {}).get("phases") or {}).items():
         al = figures.get("acceptance_length")

@@ -138,3 +138,24 @@ def test_chunks_that_are_not_steps_are_no_primary_source(tmp_path):
     assert name == "chunks" and table is not None
     folder = read_run_folder(write_run(tmp_path / "run", [plain], engine="openai", options={"draft_length": 3}))
     assert (folder.speculative, folder.draft_length) == (True, 3)
+
+
+def test_submit_takes_k_from_the_same_precedence_and_dry_runs_a_run_without_al(tmp_path, capsys, monkeypatch):
+    from speedbench.cli import main
+
+    from speedbench.leaderboard.known_builds import KnownBuilds
+
+    # no dataset builds known here: the dry run checks everything but the build (its own fallback)
+    monkeypatch.setattr(KnownBuilds, "load", classmethod(lambda cls, paths=None: cls()))
+    # an OpenAI-compatible SGLang stream without --draft-length: K = 4 - 1 from the server's description
+    run = write_run(tmp_path / "run", [_record("q1", [1, 4, 4, 3], [50, 150, 250, 350], steps=False)],
+                    config="qualitative", engine="sglang", server={"server_info": {"speculative_num_draft_tokens": 4}})
+    out = tmp_path / "bundle.tar.gz"
+    code = main(["submit", str(run), "--drafter", "d", "--method", "eagle3", "--gpu", "cpu", "--temperature", "0",
+                 "--out", str(out), "--dry-run"])
+    captured = capsys.readouterr()
+    printed = captured.out
+    assert code == 0, captured.err
+    meta, _, _ = read_runs(out.read_bytes())
+    assert meta.draft_length == 3
+    assert printed.startswith("no AL: no acceptance source")
