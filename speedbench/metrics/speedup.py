@@ -15,6 +15,14 @@ Measured: from a paired baseline run and SD run on the same prompts,
 ``sum latency_ar / sum latency_sd`` (paired by question_id); the estimate's error is
 ``(S_estimate - S_measured) / S_measured``.
 
+Per category (:func:`category_speedups`), over the requests both runs hold, paired by id:
+``latency_speedup = sum latency_ar / sum latency_sd`` (llama.cpp's ``latency_speedup``, the ratio of
+mean latencies over the same samples) and ``decode_speedup = mean decode_speed_sd / mean
+decode_speed_ar`` with a request's decode speed ``(tokens - 1) / (t_N - t_1)`` (llama.cpp averages
+the server's per-request ``predicted_per_second`` the same way), each with a paired bootstrap
+interval over the category's requests; and the Appendix-G estimate ``S_c = t_ar * AL_c / t_sd``
+with the point's step times and the category's tokens per decode step, its interval the AL's.
+
 Sweeps: :func:`best_draft_length` picks, for every batch size (concurrency), the draft
 length with the highest throughput; the paper finds it shrinks as the batch grows.
 """
@@ -24,7 +32,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from speedbench.metrics.bootstrap import align_by_id
+from speedbench.metrics.bootstrap import (DEFAULT_CONFIDENCE, DEFAULT_NUM_RESAMPLES, DEFAULT_SEED, align_by_id,
+                                          percentile_interval, resampled_column_sums)
+from speedbench.metrics.breakdown import group_codes
 from speedbench.metrics.results import JsonDataclass
 from speedbench.metrics.validation import MetricInputError, as_float_array
 
@@ -166,3 +176,71 @@ def best_draft_length(concurrency, draft_length, value, *, metric: str = "output
         best_k[key] = int(k[order[0]])
         best_v[key] = float(v[order[0]])
     return DraftLengthChoice(best_draft_length=best_k, best_value=best_v, metric=metric)
+
+
+@dataclass
+class CategorySpeedup(JsonDataclass):
+    """Speedup of one category at one load point (see the module doc), with percentile intervals."""
+
+    category: str
+    num_paired: int
+    latency_speedup: float | None
+    latency_speedup_ci: list[float] | None
+    decode_speedup: float | None
+    decode_speedup_ci: list[float] | None
+    tokens_per_decode_step: float | None = None
+    estimated_speedup: float | None = None
+    estimated_speedup_ci: list[float] | None = None
+
+
+def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(denominator > 0, numerator / np.where(denominator > 0, denominator, 1.0), np.nan)
+
+
+def category_speedups(categories, ids_ar, latency_ar, speed_ar, ids_sd, latency_sd, speed_sd, *,
+                      t_ar: float | None = None, t_sd: float | None = None,
+                      tokens_per_step: dict[str, tuple[float, list[float] | None]] | None = None,
+                      num_resamples: int = DEFAULT_NUM_RESAMPLES, confidence: float = DEFAULT_CONFIDENCE,
+                      seed: int = DEFAULT_SEED) -> list[CategorySpeedup]:
+    """Measured and estimated speedup per category from a baseline and an SD run of the same prompts.
+
+    ``categories`` / ``ids_sd`` / ``latency_sd`` / ``speed_sd`` describe the SD run's requests, the
+    ``_ar`` arrays the baseline's; requests are paired by id (``question_id/turn``). A request's
+    decode speed may be NaN (one chunk): its pair then counts for latency only. ``tokens_per_step``
+    maps a category to the SD run's tokens per decode step and its interval, for the Appendix-G
+    estimate with the point's mean step times ``t_ar`` and ``t_sd``.
+    """
+    common, ia, ib = align_by_id(ids_ar, ids_sd)
+    if common.size == 0:
+        return []
+    lat_a, lat_b = as_float_array(latency_ar, "latency_ar")[ia], as_float_array(latency_sd, "latency_sd")[ib]
+    spd_a = as_float_array(speed_ar, "speed_ar", allow_nan=True)[ia]
+    spd_b = as_float_array(speed_sd, "speed_sd", allow_nan=True)[ib]
+    if (lat_a <= 0).any() or (lat_b <= 0).any():
+        raise MetricInputError("latencies must be > 0")
+    labels = np.asarray([str(c) for c in categories], dtype=object)[ib]
+    codes, names = group_codes(labels)
+    both = np.isfinite(spd_a) & np.isfinite(spd_b)
+    # Columns summed per resample: latencies, and the decode speeds of the pairs that have both.
+    columns = np.stack([lat_a, lat_b, np.where(both, spd_a, 0.0), np.where(both, spd_b, 0.0)], axis=1)
+    sums = resampled_column_sums(columns, num_resamples=num_resamples, seed=seed, strata=codes)
+    latency_ci = percentile_interval(_ratio(sums[..., 0], sums[..., 1]), confidence)
+    decode_ci = percentile_interval(_ratio(sums[..., 3], sums[..., 2]), confidence)
+    out = []
+    for index, name in enumerate(names):
+        mine = codes == index
+        totals = columns[mine].sum(axis=0)
+        row = CategorySpeedup(
+            category=str(name), num_paired=int(mine.sum()),
+            latency_speedup=float(totals[0] / totals[1]), latency_speedup_ci=[float(v) for v in latency_ci[index]],
+            decode_speedup=float(totals[3] / totals[2]) if (both & mine).any() and totals[2] > 0 else None,
+            decode_speedup_ci=[float(v) for v in decode_ci[index]] if (both & mine).any() else None)
+        al, al_ci = (tokens_per_step or {}).get(str(name), (None, None))
+        if al is not None and t_ar and t_sd and al >= 1:
+            row.tokens_per_decode_step = float(al)
+            row.estimated_speedup = appendix_g_speedup(t_ar, t_sd, al)
+            if al_ci and None not in al_ci:
+                row.estimated_speedup_ci = [float(t_ar * v / t_sd) for v in al_ci]
+        out.append(row)
+    return out

@@ -106,8 +106,9 @@ def compare_figure(figure: Figure, scope: str, peer: Any, view: Any, ours: dict[
                              f"{shown}timed in another run; {mapping}")
     if _equal(peer, view):
         if figure.same and our_value is not None and not _equal(our_value, view):
-            mapping += "; our figure differs from the peer view: it comes from another source than the peer's " \
-                       "(e.g. per-request statistics where the peer reads counters over the whole window)"
+            why = "; ".join(notes) or "it comes from another source than the peer's (e.g. per-request statistics " \
+                                      "where the peer reads counters over the whole window)"
+            mapping += f"; our figure differs from the peer view: {why}"
         return ComparisonRow(scope, figure.key, peer, view, figure.ours, our_value, EQUAL, mapping)
     return ComparisonRow(scope, figure.key, peer, view, figure.ours, our_value, MISMATCH,
                          "no definition explains it: the peer's run and ours did not see the same traffic "
