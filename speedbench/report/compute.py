@@ -108,6 +108,11 @@ def _position_source(point: dict) -> tuple[str | None, dict | None]:
     return None, None
 
 
+def _cut_at_max_tokens(finish_reasons: dict) -> int:
+    """Successful responses whose finish reason says ``max_tokens`` cut them."""
+    return sum(v for k, v in finish_reasons.items() if str(k).lower() in MAX_TOKENS_REASONS)
+
+
 def _flag_rows(run: RunFolder, point: dict, records: list[TurnRecord]) -> list[dict]:
     name = point["run_point"]
     rows = []
@@ -120,7 +125,7 @@ def _flag_rows(run: RunFolder, point: dict, records: list[TurnRecord]) -> list[d
         rows.append({"run": run.run_id, "point": name, "flag": "errors", "kind": str(kind), "count": count,
                      "detail": str(example)[:300]})
     finished = point.get("finish_reasons") or {}
-    cut = sum(v for k, v in finished.items() if str(k).lower() in MAX_TOKENS_REASONS)
+    cut = _cut_at_max_tokens(finished)
     if cut:
         ok = sum(finished.values())
         rows.append({"run": run.run_id, "point": name, "flag": "cut_at_max_tokens", "kind": "finish_reason=length",
@@ -144,8 +149,7 @@ def point_row(run: RunFolder, point: dict, records: list[TurnRecord]) -> dict[st
         "user_tps_p50": (latency.get("user_tps") or {}).get("p50"),
         "achieved_concurrency": point.get("achieved_concurrency"), "run_span_s": latency.get("run_span"),
         "total_output_tokens": latency.get("total_output_tokens"),
-        "max_tokens_share": (sum(v for k, v in finished.items() if str(k).lower() in MAX_TOKENS_REASONS) / ok)
-        if ok else None,
+        "max_tokens_share": _cut_at_max_tokens(finished) / ok if ok else None,
     }
     for quantity in LATENCY_QUANTITIES:
         stats = latency.get(quantity) or {}
