@@ -129,7 +129,7 @@ class SGLangAdapter(EngineAdapter):
             acceptance_histogram=histogram,
             # Neither the histogram (it grows only to the largest count accepted) nor
             # spec_cap_length (a per-step mean) is K: K comes from the server info (recorded in the
-            # manifest, read by speedbench.metrics.run_results.manifest_draft_length) or the user.
+            # manifest, read by speedbench.metrics.draft_length.server_draft_length) or the user.
             draft_length=self.draft_length,
             raw=raw,
             decode_steps=decode,
