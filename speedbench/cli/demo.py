@@ -32,6 +32,8 @@ import sys
 import time
 from pathlib import Path
 
+from speedbench.settings import NUM_RESAMPLES
+
 QUALITATIVE = "lite_qualitative"
 THROUGHPUT = "lite_throughput_1k"
 DEMO_PLAN = Path(__file__).resolve().parents[2] / "examples" / "sweep" / "local.toml"
@@ -66,7 +68,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--isl", type=int, default=1000,
                         help="throughput prompts re-fitted to exactly this many target-model tokens (0: keep o200k)")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the lite configs even when present")
-    parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples in the report")
+    parser.add_argument("--resamples", type=int, default=NUM_RESAMPLES, help="bootstrap resamples in the report")
     parser.add_argument("--no-progress", action="store_true")
     parser.set_defaults(func=run)
 

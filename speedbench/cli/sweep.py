@@ -5,6 +5,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from speedbench.settings import NUM_RESAMPLES
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -27,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--check", action="store_true",
                         help="check the plan and list the runs it would make; start nothing")
     parser.add_argument("--no-report", action="store_true", help="measure only; write no report")
-    parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples in the report")
+    parser.add_argument("--resamples", type=int, default=NUM_RESAMPLES, help="bootstrap resamples in the report")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.set_defaults(func=run)
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from speedbench.settings import NUM_RESAMPLES
 from speedbench.sweep.plan import Plan
 from speedbench.sweep.units import Unit
 
@@ -141,7 +142,7 @@ def summary_lines(views: dict, failures: dict[str, str]) -> list[str]:
     return lines
 
 
-def write_sweep_report(plan: Plan, outcome, out: str | Path, num_resamples: int = 1000) -> SweepFiles:
+def write_sweep_report(plan: Plan, outcome, out: str | Path, num_resamples: int = NUM_RESAMPLES) -> SweepFiles:
     from speedbench.report import ReportOptions, compute_report, load_runs, write_report
     from speedbench.report import summary_lines as report_lines
     from speedbench.report.plots import draw_all
@@ -149,10 +150,8 @@ def write_sweep_report(plan: Plan, outcome, out: str | Path, num_resamples: int 
     from speedbench.sweep.views import speedup_medians, sweep_views
 
     out = Path(out)
-    units: list[Unit] = [u for u in outcome.units if (u.run_dir / "records.jsonl").exists()
-                         and (u.run_dir / "manifest.json").exists()]
+    units: list[Unit] = [u for u in outcome.units if _has_measured(u.run_dir)]
     report_files, data = None, None
-    units = [u for u in units if _has_measured(u.run_dir)]
     if units:
         options = ReportOptions(num_resamples=num_resamples, title=plan.title)
         data = compute_report(load_runs([u.run_dir for u in units]), options)
@@ -178,5 +177,13 @@ def write_sweep_report(plan: Plan, outcome, out: str | Path, num_resamples: int 
 
 
 def _has_measured(run_dir: Path) -> bool:
-    with open(run_dir / "records.jsonl", "rb") as handle:
-        return any(b'"warmup":false' in line for line in handle)
+    """A run folder the report can read (a variant that never started has none; one interrupted
+    before its first measured request has no measured records yet)."""
+    from speedbench.run_folder import RunFolderError, read_run_folder
+
+    if not (run_dir / "manifest.json").exists():
+        return False
+    try:
+        return bool(read_run_folder(run_dir).measured)
+    except RunFolderError:
+        return False
