@@ -253,6 +253,9 @@ class LatencySummary(JsonDataclass):
     tokens_per_request: DistributionStats
     tokens_per_step: DistributionStats
     per_category: dict[str, dict]
+    # Requests left out of the per-request latency and per-user speed distributions because their
+    # chunk times are the client's (speedbench.metrics.client_timing); counted in the throughput.
+    num_client_lagged: int = 0
 
 
 def summarize_latency(
@@ -260,10 +263,19 @@ def summarize_latency(
     *,
     requested_concurrency: float | None = None,
     categories=None,
+    timed=None,
 ) -> LatencySummary:
-    """All latency/throughput figures of a run, optionally split by category."""
+    """All latency/throughput figures of a run, optionally split by category.
+
+    ``timed`` (one bool per request, default all True) marks the requests whose chunk times are
+    the engine's: the others (client-lagged) count in the tokens and throughput but not in the
+    per-request distributions (TTFT, E2E, step latency, TPOT, per-user speed)."""
     per = per_request_latency(timings)
-    gaps, gap_tokens = step_latencies(timings)
+    mask = np.ones(timings.num_requests, dtype=bool) if timed is None else np.asarray(timed, dtype=bool)
+    if mask.size != timings.num_requests:
+        raise MetricInputError(f"timed: got {mask.size} flags for {timings.num_requests} requests")
+    timed_per = per if mask.all() else per_request_latency(timings.subset(mask))
+    gaps, gap_tokens = step_latencies(timings if mask.all() else timings.subset(mask))
     has = timings.chunk_times.lengths > 0
     start = float(timings.send_times.min()) if timings.num_requests else float("nan")
     end = float(np.nanmax(per.e2e + timings.send_times)) if has.any() else float("nan")
@@ -275,7 +287,8 @@ def summarize_latency(
         if cats.size != timings.num_requests:
             raise MetricInputError(f"categories: got {cats.size} labels for {timings.num_requests} requests")
         breakdown = per_category(
-            cats, lambda m: _without_breakdown(summarize_latency(timings.subset(m), requested_concurrency=None))
+            cats, lambda m: _without_breakdown(summarize_latency(timings.subset(m), requested_concurrency=None,
+                                                                 timed=mask[m]))
         )
     return LatencySummary(
         num_requests=timings.num_requests,
@@ -286,15 +299,16 @@ def summarize_latency(
         request_throughput=float(has.sum() / span) if has.any() and span > 0 else float("nan"),
         requested_concurrency=requested_concurrency,
         achieved_concurrency=achieved_concurrency(per.e2e, span) if has.any() else float("nan"),
-        ttft=distribution_stats(per.ttft),
-        e2e=distribution_stats(per.e2e),
+        ttft=distribution_stats(timed_per.ttft),
+        e2e=distribution_stats(timed_per.e2e),
         step_latency=distribution_stats(gaps),
         tpot=distribution_stats(tpot_per_token(gaps, gap_tokens)),
-        tpot_request_mean=distribution_stats(per.tpot),
-        user_tps=distribution_stats(per.user_tps),
+        tpot_request_mean=distribution_stats(timed_per.tpot),
+        user_tps=distribution_stats(timed_per.user_tps),
         tokens_per_request=distribution_stats(per.tokens[has]),
         tokens_per_step=distribution_stats(gap_tokens),
         per_category=breakdown,
+        num_client_lagged=int((~mask).sum()),
     )
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from speedbench.metrics.client_timing import client_lagged
 from speedbench.metrics.latency import LatencySummary, achieved_concurrency, summarize_latency, timings_from_lists
 from speedbench.metrics.speedup import appendix_g_speedup
 
@@ -49,7 +50,8 @@ def point_latency(records, point: str | None = None) -> PointLatency:
                                  [[(t - origin) / 1e9 for t in r.chunk_ns] for r in records],
                                  [r.chunk_tokens for r in records])
     summary = summarize_latency(timings, requested_concurrency=point_concurrency(point, records),
-                                categories=[r.category for r in records])
+                                categories=[r.category for r in records],
+                                timed=[not client_lagged(r) for r in records])  # client lag left out
     span = (max(r.end_ns for r in records) - origin) / 1e9
     occupancy = achieved_concurrency([(r.end_ns - r.scheduled_ns) / 1e9 for r in records], span)
     return PointLatency(summary, occupancy)

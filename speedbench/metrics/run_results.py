@@ -14,12 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from speedbench.consistency import check_record
+from speedbench.metrics.client_timing import client_timing
 from speedbench.metrics.agreement import compare_sources, counter_summary
 from speedbench.metrics.draft_length import declared_draft_length, reported_draft_length, resolve_draft_length
 from speedbench.metrics.load_point import point_latency
 from speedbench.metrics.record_acceptance import RecordAcceptance, record_acceptance
 from speedbench.metrics.results import to_jsonable
 from speedbench.metrics.steps import TOKENS_PER_DECODE_STEP
+from speedbench.peers.view import peer_views
 from speedbench.records import MANIFEST_NAME, RECORDS_NAME, TurnRecord, jsonl_lines
 from speedbench.run_folder import RunFolder, counter_points, read_run_folder
 from speedbench.settings import AGREEMENT_TOLERANCE, NUM_RESAMPLES
@@ -52,6 +54,10 @@ class PointResult:
     flags: list[str] = field(default_factory=list)
     # Record rules broken (speedbench.consistency, the rules the leaderboard applies): count per rule.
     consistency: dict[str, int] = field(default_factory=dict)
+    # The client's own timing health (speedbench.metrics.client_timing): lagged records' share.
+    client_timing: dict[str, Any] = field(default_factory=dict)
+    # What vLLM, SGLang, llama.cpp, aiperf and specdec_bench would print for this traffic (speedbench.peers).
+    peers: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -135,6 +141,10 @@ def analyse_point(point: str, records: list[TurnRecord], engine: str, counter_en
     consistency, consistency_flags = _consistency(ok, acc.draft_length if draft_length is None else draft_length)
     errors = Counter(r.error_kind for r in measured if not r.ok)
     first = measured[0] if measured else None
+    health = client_timing(ok)
+    lag_flags = ([f"client_lag: {health.num_client_lagged} of {health.num_records} request(s) reached the client in "
+                  "shared reads (a busy client), left out of the latency and per-user speed figures"]
+                 if health.num_client_lagged else [])
     return PointResult(
         run_point=point, load_shape=first.load_shape if first else None,
         requested_concurrency=first.requested_concurrency if first else None,
@@ -148,8 +158,8 @@ def analyse_point(point: str, records: list[TurnRecord], engine: str, counter_en
         primary_acceptance_source=acc.primary_name or ("counters" if counters else None),
         acceptance=sources, agreement=agreement, latency=latency.to_dict() if latency else None,
         totals=_totals(ok, measured, acc),
-        flags=acc.flags + mismatch + flags + agreement_flags + consistency_flags,
-        consistency=consistency)
+        flags=acc.flags + mismatch + flags + agreement_flags + consistency_flags + lag_flags,
+        consistency=consistency, client_timing=health.to_dict(), peers=peer_views(records, engine, counter_entry))
 
 
 def compute_results(run: str | Path | RunFolder, tolerance: float = AGREEMENT_TOLERANCE,

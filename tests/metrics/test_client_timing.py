@@ -1,6 +1,8 @@
 """Client timing health: chunks that reached the client in one read, client-lagged records (counted by hand)."""
 from __future__ import annotations
 
+import pytest
+
 from speedbench.metrics.client_timing import client_lagged, client_timing, shared_read_chunks, timed_records
 from speedbench.records import TurnRecord
 
@@ -41,3 +43,22 @@ def test_point_figures():
     assert health.client_lagged_share == 0.5
     kept, lagged = timed_records(records)
     assert kept == [HEALTHY, SOME_SHARED] and lagged == [ONE_READ, HALF_SHARED]
+
+
+def test_results_leave_lagged_records_out_of_latency_and_report_them():
+    """Two healthy records with 10 ms step gaps and one read at once: step latency and per-user
+    speed come from the healthy two (gaps of 10 ms, by hand), the tokens from all three."""
+    from speedbench.metrics.run_results import analyse_point
+
+    ms = 1_000_000
+    a = _record([ms * t for t in (10, 20, 30, 40, 50)], [1, 4, 2, 3, 1], "c4/a/0")
+    b = _record([ms * t for t in (10, 20, 30, 40, 50)], [1, 4, 2, 3, 1], "c4/b/0")
+    lagged = _record([50 * ms] * 5, [1, 4, 2, 3, 1], "c4/c/0")
+    point = analyse_point("c4", [a, b, lagged], "vllm", None, 0.02, 0, draft_length=3)
+    assert point.client_timing["num_client_lagged"] == 1 and point.client_timing["client_lagged_share"] == 1 / 3
+    latency = point.latency
+    assert latency["num_client_lagged"] == 1 and latency["total_output_tokens"] == 3 * 11
+    assert latency["step_latency"]["max"] == pytest.approx(0.010) == latency["step_latency"]["min"]
+    assert latency["user_tps"]["count"] == 2
+    assert any(flag.startswith("client_lag: 1 of 3 request(s)") for flag in point.flags)
+    assert not point.consistency  # the lagged record is not an impossible engine
