@@ -198,6 +198,10 @@ def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
         return np.where(denominator > 0, numerator / np.where(denominator > 0, denominator, 1.0), np.nan)
 
 
+def _interval(bounds) -> list[float] | None:
+    return None if np.isnan(bounds).any() else [float(v) for v in bounds]
+
+
 def category_speedups(categories, ids_ar, latency_ar, speed_ar, ids_sd, latency_sd, speed_sd, *,
                       t_ar: float | None = None, t_sd: float | None = None,
                       tokens_per_step: dict[str, tuple[float, list[float] | None]] | None = None,
@@ -209,7 +213,7 @@ def category_speedups(categories, ids_ar, latency_ar, speed_ar, ids_sd, latency_
     ``_ar`` arrays the baseline's; requests are paired by id (``question_id/turn``). A request's
     decode speed may be NaN (one chunk): its pair then counts for latency only. ``tokens_per_step``
     maps a category to the SD run's tokens per decode step and its interval, for the Appendix-G
-    estimate with the point's mean step times ``t_ar`` and ``t_sd``.
+    estimate with the point's mean step times ``t_ar`` and ``t_sd``. ``num_resamples`` 0 gives no intervals.
     """
     common, ia, ib = align_by_id(ids_ar, ids_sd)
     if common.size == 0:
@@ -224,18 +228,20 @@ def category_speedups(categories, ids_ar, latency_ar, speed_ar, ids_sd, latency_
     both = np.isfinite(spd_a) & np.isfinite(spd_b)
     # Columns summed per resample: latencies, and the decode speeds of the pairs that have both.
     columns = np.stack([lat_a, lat_b, np.where(both, spd_a, 0.0), np.where(both, spd_b, 0.0)], axis=1)
-    sums = resampled_column_sums(columns, num_resamples=num_resamples, seed=seed, strata=codes)
-    latency_ci = percentile_interval(_ratio(sums[..., 0], sums[..., 1]), confidence)
-    decode_ci = percentile_interval(_ratio(sums[..., 3], sums[..., 2]), confidence)
+    latency_ci = decode_ci = np.full((len(names), 2), np.nan)
+    if num_resamples > 0:  # 0: figures without intervals
+        sums = resampled_column_sums(columns, num_resamples=num_resamples, seed=seed, strata=codes)
+        latency_ci = percentile_interval(_ratio(sums[..., 0], sums[..., 1]), confidence)
+        decode_ci = percentile_interval(_ratio(sums[..., 3], sums[..., 2]), confidence)
     out = []
     for index, name in enumerate(names):
         mine = codes == index
         totals = columns[mine].sum(axis=0)
         row = CategorySpeedup(
             category=str(name), num_paired=int(mine.sum()),
-            latency_speedup=float(totals[0] / totals[1]), latency_speedup_ci=[float(v) for v in latency_ci[index]],
+            latency_speedup=float(totals[0] / totals[1]), latency_speedup_ci=_interval(latency_ci[index]),
             decode_speedup=float(totals[3] / totals[2]) if (both & mine).any() and totals[2] > 0 else None,
-            decode_speedup_ci=[float(v) for v in decode_ci[index]] if (both & mine).any() else None)
+            decode_speedup_ci=_interval(decode_ci[index]) if (both & mine).any() else None)
         al, al_ci = (tokens_per_step or {}).get(str(name), (None, None))
         if al is not None and t_ar and t_sd and al >= 1:
             row.tokens_per_decode_step = float(al)

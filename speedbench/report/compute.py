@@ -34,6 +34,7 @@ from speedbench import metrics as M
 from speedbench.metrics.load_point import appendix_g_estimate
 from speedbench.metrics.run_results import compute_results
 from speedbench.records import MAX_TOKENS_REASONS, TurnRecord
+from speedbench.report.category_speedup import category_speedup_rows
 from speedbench.report.lossless import losslessness_rows
 from speedbench.report.phases import phase_tables
 from speedbench.run_folder import RunFolder
@@ -70,6 +71,7 @@ class ReportData:
     options: dict[str, Any]
     details: dict[str, Any] = field(default_factory=dict)  # the full per-point analysis
     losslessness: list[dict[str, Any]] = field(default_factory=list)
+    speedup_by_category: list[dict[str, Any]] = field(default_factory=list)  # speedbench.report.category_speedup
     phases: dict[str, Any] = field(default_factory=dict)  # speedbench.report.phases.phase_tables
 
     def to_dict(self) -> dict[str, Any]:
@@ -78,7 +80,7 @@ class ReportData:
             "points": self.points, "acceptance": self.acceptance, "position_rates": self.position_rates,
             "speedup": self.speedup, "best_draft_length": self.best_draft_length, "flags": self.flags,
             "provenance": self.provenance, "details": self.details, "losslessness": self.losslessness,
-            "phases": self.phases,
+            "phases": self.phases, "speedup_by_category": self.speedup_by_category,
         })
 
 
@@ -320,12 +322,14 @@ def compute_report(runs: list[RunFolder], options: ReportOptions | None = None) 
             positions += pos
             details[f"{run.run_id}/{name}"] = point
     losslessness, lossless_flags = losslessness_rows(runs)
+    speedup = _speedup_rows(runs, analysed)
     provenance = {"generator": "speedbench report", "report_format": REPORT_FORMAT, "versions": _versions(),
                   "runs": [_run_summary(run) for run in runs]}
     return ReportData(
         title=options.title, runs=[_run_summary(run, full=False) for run in runs],
         points=points, acceptance=acceptance, position_rates=positions,
-        speedup=_speedup_rows(runs, analysed), best_draft_length=_best_draft_rows(runs, analysed),
+        speedup=speedup, speedup_by_category=category_speedup_rows(speedup, analysed, options.num_resamples),
+        best_draft_length=_best_draft_rows(runs, analysed),
         flags=flags + lossless_flags, provenance=provenance, losslessness=losslessness,
         phases=phase_tables(runs, boundary_ids=options.phase_boundary_ids, prompt_state=options.phase_prompt_state,
                             tokenizer=options.phase_tokenizer, num_resamples=options.num_resamples),

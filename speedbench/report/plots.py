@@ -161,6 +161,43 @@ def speedup_by_concurrency(data: ReportData) -> Figure | None:
     return _png(fig), "Measured: output TPS with SD / without. Estimate: S = t_ar * AL / t_sd (Appendix G)."
 
 
+def speedup_per_category(data: ReportData) -> Figure | None:
+    """Latency speedup per category (bars, 95% CI) and the Appendix-G estimate (diamonds), per concurrency."""
+    rows = data.speedup_by_category
+    if not rows:
+        return None
+    first = (rows[0]["dataset_config"], rows[0]["sd_run"])  # one SD run and config per figure: the first
+    rows = [r for r in rows if (r["dataset_config"], r["sd_run"]) == first]
+    categories = list(dict.fromkeys(r["category"] for r in rows))
+    levels = sorted({r["concurrency"] for r in rows})
+    width = 0.8 / len(levels)
+    fig, ax = plt.subplots(figsize=(min(13, max(6, 0.6 * len(categories) * len(levels) + 2)), 4.2),
+                           layout="constrained")
+    for j, level in enumerate(levels):
+        mine = {r["category"]: r for r in rows if r["concurrency"] == level}
+        xs = [i + (j - (len(levels) - 1) / 2) * width for i, c in enumerate(categories) if c in mine]
+        chosen = [mine[c] for c in categories if c in mine]
+        values = [r["latency_speedup"] for r in chosen]
+        errors = [[max(0.0, v - (r["latency_speedup_ci_low"] if r["latency_speedup_ci_low"] is not None else v))
+                   for v, r in zip(values, chosen)],
+                  [max(0.0, (r["latency_speedup_ci_high"] if r["latency_speedup_ci_high"] is not None else v) - v)
+                   for v, r in zip(values, chosen)]]
+        color = _COLORS[j % len(_COLORS)]
+        ax.bar(xs, values, width=width * 0.9, yerr=errors, capsize=3, color=color, alpha=0.8,
+               label=f"c={level}: measured (latency)")
+        estimated = [(x, r["estimated_speedup"]) for x, r in zip(xs, chosen) if r.get("estimated_speedup") is not None]
+        if estimated:
+            ax.plot([e[0] for e in estimated], [e[1] for e in estimated], "D", color="black", markersize=4,
+                    label="Appendix-G estimate" if j == 0 else None)
+    ax.axhline(1.0, color="grey", linewidth=0.8, linestyle=":")
+    ax.set_xticks(range(len(categories)), categories, rotation=30, ha="right")
+    ax.set_ylabel("speedup over baseline")
+    ax.set_title(f"Speedup per category: {rows[0]['sd_label']} on {first[0]}")
+    ax.legend(fontsize=7)
+    return _png(fig), ("Latency speedup per category (sum of baseline E2E / sum of SD E2E over paired requests, "
+                       "95% paired-bootstrap CI) and the Appendix-G estimate t_ar * AL_category / t_sd.")
+
+
 def latency_percentiles(data: ReportData) -> Figure | None:
     rows = [p for p in data.points if p.get("requested_concurrency") and p.get("ttft_p50_s") is not None]
     if not rows:
@@ -269,6 +306,7 @@ FIGURES = {
     "conditional_acceptance": conditional_acceptance,
     "pareto": pareto_curves,
     "speedup": speedup_by_concurrency,
+    "speedup_by_category": speedup_per_category,
     "best_draft_length": best_draft_length,
     "latency": latency_percentiles,
     "concurrency": achieved_concurrency,

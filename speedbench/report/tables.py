@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from speedbench.report.compute import ReportData
+from speedbench.report.peer_table import peer_rows
 
 
 def format_value(value: Any, kind: str = "num") -> str:
@@ -108,6 +109,22 @@ TABLES: tuple[Table, ...] = (
         lambda d: d.speedup,
         "Measured = output TPS with SD / without, same prompts and concurrency. Estimate S = t_ar * AL / t_sd "
         "with mean step latencies of the two runs and the SD run's AL."),
+    Table("speedup_by_category", "Speedup per category and concurrency: measured and Appendix-G estimate", (
+        Column("dataset_config", "config"), Column("sd_label", "SD run"), Column("concurrency", "c", "int"),
+        Column("category", "category"), Column("num_paired", "paired requests", "int"),
+        Column("latency_speedup", "latency speedup", "x"),
+        Column("latency_ci", "95% CI", value=lambda r: _ci(r, "latency_speedup_ci_low", "latency_speedup_ci_high")),
+        Column("decode_speedup", "decode speedup", "x"),
+        Column("decode_ci", "95% CI", value=lambda r: _ci(r, "decode_speedup_ci_low", "decode_speedup_ci_high")),
+        Column("tokens_per_decode_step", "tokens / decode step"),
+        Column("estimated_speedup", "Appendix-G estimate", "x"),
+        Column("estimate_ci", "95% CI", value=lambda r: _ci(r, "estimated_speedup_ci_low", "estimated_speedup_ci_high"))),
+        lambda d: d.speedup_by_category,
+        "Requests of the SD run and its baseline paired by prompt. Latency speedup = sum of baseline E2E / sum of "
+        "SD E2E (llama.cpp's latency_speedup); decode speedup = mean per-request decode speed (tokens - 1) / "
+        "(t_N - t_1) with SD over without (llama.cpp's decode_speedup, from the client's clock); estimate = "
+        "t_ar * AL_category / t_sd with the point's step times. Intervals: paired bootstrap over the category's "
+        "requests (estimate: the AL's interval)."),
     Table("best_draft_length", "Best draft length per batch size", (
         Column("dataset_config", "config"), Column("concurrency", "c", "int"),
         Column("best_draft_length", "best K", "int"), Column("best_output_tps", "output TPS"),
@@ -146,6 +163,15 @@ TABLES: tuple[Table, ...] = (
     Table("latency", "Latency percentiles per load point", (
         Column("label", "run"), Column("dataset_config", "config"), Column("requested_concurrency", "c", "int"),
         *_latency_columns()), lambda d: d.points),
+    Table("peers", "Peer view: what other tools would print for the same traffic", (
+        Column("label", "run"), Column("point", "point"), Column("tool", "tool"), Column("version", "version"),
+        Column("figures", "their figures"), Column("our_acceptance_length", "our AL"), Column("basis", "computed from"),
+        Column("notes", "notes")),
+        lambda d: peer_rows(d.details, {r["run"]: r["label"] for r in d.runs}),
+        "Each tool's own definitions applied to our records (docs/metrics.md maps every figure to ours): vLLM's AL "
+        "is over drafted steps from counter deltas, its per-position rates are marginals; SGLang's accept_length is "
+        "the server's running mean; llama.cpp pools accepted / drafted; aiperf reports request- and token-weighted "
+        "AL; specdec_bench averages untrimmed chunk sizes per request."),
     Table("flags", "Flags", (
         Column("run", "run"), Column("point", "point"), Column("flag", "flag"), Column("kind", "kind"),
         Column("count", "count", "int"), Column("detail", "detail")), lambda d: d.flags),

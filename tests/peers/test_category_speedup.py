@@ -29,3 +29,9 @@ def test_latency_and_decode_speedup_per_category_with_paired_intervals():
 
 def test_runs_without_a_shared_prompt_give_no_rows():
     assert category_speedups(["x"], ["a/0"], [1.0], [1.0], ["b/0"], [1.0], [1.0]) == []
+
+
+def test_no_resamples_no_intervals():
+    (row,) = category_speedups(["x"], ["a/0"], [2.0], [1.0], ["a/0"], [1.0], [2.0], num_resamples=0)
+    assert row.latency_speedup == approx(2.0) and row.decode_speedup == approx(2.0)
+    assert row.latency_speedup_ci is None and row.decode_speedup_ci is None

@@ -1,0 +1,70 @@
+"""Per-category speedup for the report: measured (latency and decode speed) and Appendix G, with intervals.
+
+For every row of the speedup table (an SD run, its baseline on the same dataset config, a
+concurrency) the requests both points hold are paired by ``question_id/turn`` and split by category
+(``speedbench.metrics.speedup.category_speedups``): the latency speedup (sum of baseline E2E over
+sum of SD E2E, llama.cpp's ``latency_speedup``), the decode speedup (mean per-request decode speed
+with SD over without, llama.cpp's ``decode_speedup``) and the Appendix-G estimate with the point's
+step times and the category's tokens per decode step, where the speedup table's estimate applies.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from speedbench.metrics.speedup import category_speedups
+from speedbench.records import TurnRecord
+
+
+def decode_speed(record: TurnRecord) -> float:
+    """``(tokens - 1) / (t_N - t_1)`` in tokens/s (NaN with fewer than two chunks)."""
+    if len(record.chunk_ns) < 2 or record.chunk_ns[-1] <= record.chunk_ns[0]:
+        return math.nan
+    return (sum(record.chunk_tokens) - 1) / ((record.chunk_ns[-1] - record.chunk_ns[0]) / 1e9)
+
+
+def _columns(records: list[TurnRecord]) -> tuple[list[str], list[str], list[float], list[float]]:
+    done = [r for r in records if r.ok and r.chunk_ns and r.e2e_s > 0]
+    return ([f"{r.question_id}/{r.turn_index}" for r in done], [r.category for r in done], [r.e2e_s for r in done],
+            [decode_speed(r) for r in done])
+
+
+def _tokens_per_step(point: dict) -> dict[str, tuple[float, list[float] | None]]:
+    sources = point.get("acceptance") or {}
+    summary = sources.get(point.get("primary_acceptance_source") or "") or {}
+    return {c: (s["tokens_per_decode_step"], s.get("tokens_per_decode_step_ci"))
+            for c, s in (summary.get("per_category") or {}).items() if s.get("tokens_per_decode_step") is not None}
+
+
+def _entry(analysed: dict, run_id: str, concurrency: int) -> dict | None:
+    return next((a for (rid, _), a in analysed.items()
+                 if rid == run_id and a["point"].get("requested_concurrency") == concurrency), None)
+
+
+def category_speedup_rows(speedup: list[dict], analysed: dict[tuple[str, str], dict],
+                          num_resamples: int) -> list[dict[str, Any]]:
+    """One row per (speedup row, category); ``analysed`` maps (run, point) to its point, row and records."""
+    out = []
+    for row in speedup:
+        sd, base = _entry(analysed, row["sd_run"], row["concurrency"]), _entry(analysed, row["baseline_run"],
+                                                                               row["concurrency"])
+        if sd is None or base is None:
+            continue
+        ids_a, _, lat_a, spd_a = _columns(base["records"])
+        ids_b, cats_b, lat_b, spd_b = _columns(sd["records"])
+        estimate = row.get("estimated_speedup") is not None  # the point's Appendix-G gate passed
+        results = category_speedups(cats_b, ids_a, lat_a, spd_a, ids_b, lat_b, spd_b,
+                                    t_ar=row.get("t_ar_s") if estimate else None,
+                                    t_sd=row.get("t_sd_s") if estimate else None,
+                                    tokens_per_step=_tokens_per_step(sd["point"]), num_resamples=num_resamples)
+        for result in results:
+            item = result.to_dict()
+            for key in ("latency_speedup", "decode_speedup", "estimated_speedup"):
+                low, high = item.pop(f"{key}_ci") or (None, None)
+                item[f"{key}_ci_low"], item[f"{key}_ci_high"] = low, high
+            out.append({"dataset_config": row["dataset_config"], "sd_run": row["sd_run"], "sd_label": row["sd_label"],
+                        "baseline_run": row["baseline_run"], "concurrency": row["concurrency"], **item})
+    return out
+
+
+__all__ = ["category_speedup_rows", "decode_speed"]
