@@ -32,7 +32,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from speedbench.peers.common import COUNT, TIMING, Figure, PeerView, Request
+from speedbench.peers.common import TIMING, Figure, PeerView, Request
 
 TOOL = "aiperf"
 VERSION = "aiperf 0.13.0"

@@ -30,7 +30,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from speedbench.peers.common import COUNT, TIMING, Figure, PeerView, Request, group_turns
+from speedbench.peers.common import TIMING, Figure, PeerView, Request, group_turns
 
 TOOL = "llama.cpp speed-bench"
 VERSION = "llama.cpp tools/server/bench/speed-bench (2026, README at 440e352)"

@@ -31,7 +31,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from speedbench.peers.common import COUNT, TIMING, Figure, PeerView, Request, summary_ms
+from speedbench.peers.common import TIMING, Figure, PeerView, Request, summary_ms
 
 TOOL = "sglang bench_serving"
 VERSION = "SGLang 0.5.23"

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from speedbench.peers.common import COUNT, TIMING, Figure, PeerView, Request, group_turns
+from speedbench.peers.common import TIMING, Figure, PeerView, Request, group_turns
 
 TOOL = "specdec_bench"
 VERSION = "NVIDIA Model-Optimizer examples/specdec_bench (main, 2026)"

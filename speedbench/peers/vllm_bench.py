@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from speedbench.metrics.counter_sources import snapshot_delta
-from speedbench.peers.common import COUNT, TIMING, Figure, PeerView, Request, summary_ms
+from speedbench.peers.common import TIMING, Figure, PeerView, Request, summary_ms
 
 TOOL = "vllm bench serve"
 VERSION = "vLLM 0.32.0"

@@ -71,9 +71,12 @@ def test_vllm_result_equal_to_our_view_exits_0(run_dir, tmp_path, capsys):
 def test_a_count_no_definition_explains_is_a_mismatch(run_dir, tmp_path, capsys):
     path = tmp_path / "vllm.json"
     path.write_text(json.dumps(vllm_result(spec_decode_accepted_tokens=7, spec_decode_acceptance_length=2.75)))
-    assert main(["compare", str(path), str(run_dir)]) == 1
+    assert main(["compare", str(path), str(run_dir), "--json", str(tmp_path / "rows.json")]) == 1
     out = capsys.readouterr().out
     assert "mismatch" in out and "no definition explains it" in out
+    verdicts = {r["figure"]: r["verdict"] for r in json.loads((tmp_path / "rows.json").read_text())["rows"]}
+    assert verdicts["spec_decode_accepted_tokens"] == verdicts["spec_decode_acceptance_length"] == MISMATCH
+    assert verdicts["spec_decode_num_drafts"] == EQUAL  # the drafts did not change
 
 
 def test_llamacpp_output_compared_per_category(tmp_path):
