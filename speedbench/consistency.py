@@ -36,10 +36,11 @@ Record rules (``check_record``; ``draft_length`` K, 0 for an autoregressive base
 - ``baseline.drafted``: a baseline (K = 0) carries no drafted or accepted tokens, and when its
   chunks are steps none carries more than one token.
 
-Run rules (``check_coverage``, ``check_prompt_lengths``, ``check_acceptance_plausible``):
-each load point answers at least ``min_answered`` of the config's prompts, at most
-``max_error_share`` of the measured requests failed, every turn of a multi-turn prompt is
-there, prompt token counts fit the throughput bucket, and the step sizes are not all K + 1.
+Run rules (``check_coverage``, ``check_prompt_lengths``, ``check_acceptance_plausible``,
+``check_client_lag``): each load point answers at least ``min_answered`` of the config's prompts,
+at most ``max_error_share`` of the measured requests failed, every turn of a multi-turn prompt is
+there, prompt token counts fit the throughput bucket, the step sizes are not all K + 1, and at most
+``MAX_CLIENT_LAGGED_SHARE`` of a point's requests are client-lagged.
 """
 from __future__ import annotations
 
@@ -48,7 +49,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from speedbench.metrics.client_timing import client_lagged
+from speedbench.metrics.client_timing import MAX_CLIENT_LAGGED_SHARE, client_lagged
 from speedbench.metrics.steps import record_steps
 
 
@@ -295,6 +296,24 @@ def check_coverage(records: Iterable, expected_prompts: int | None,
                                      f"{answered[point]} of the config's {expected_prompts} prompts answered "
                                      f"(at least {thresholds.min_answered:.0%})"))
     return out
+
+
+def check_client_lag(records: Iterable, max_share: float = MAX_CLIENT_LAGGED_SHARE) -> list[Violation]:
+    """``client.lag``: at some load point more than ``max_share`` of the successful measured requests
+    are client-lagged (:mod:`speedbench.metrics.client_timing`): the client was too busy for that
+    point's latency figures to stand for it. Below the share they are left out of the figures."""
+    by_point: dict[str, list] = defaultdict(list)
+    for r in records:
+        if not r.warmup and r.ok:
+            by_point[r.run_point].append(r)
+    for point, mine in sorted(by_point.items()):
+        lagged = [r for r in mine if client_lagged(r)]
+        if len(lagged) > max_share * len(mine):
+            return [Violation("client.lag", lagged[0].record_key, "chunk_ns",
+                              f"{len(lagged)} of {len(mine)} requests at load point {point} reached the client in "
+                              f"shared reads (at most {max_share:.0%} may): the client was too busy to time them; "
+                              "measure again with the client on cores of its own")]
+    return []
 
 
 def check_prompt_lengths(records: Iterable, isl_tokens: int | None) -> list[Violation]:

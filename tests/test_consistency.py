@@ -183,3 +183,15 @@ def test_core_modules_do_not_import_the_edges(module):
     code = (f"import sys, {module}; bad = sorted(m for m in sys.modules if m.startswith(('speedbench.client', "
             "'speedbench.dataset_builder', 'gradio'))); print(bad); assert not bad")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_board_refuses_client_lag_only_above_the_documented_share():
+    from speedbench.consistency import check_client_lag
+    from speedbench.metrics.client_timing import MAX_CLIENT_LAGGED_SHARE
+
+    healthy = [record(key=f"c1/q{i}/0") for i in range(6)]
+    lagged = [record(key=f"c1/l{i}/0", step_ns=0) for i in range(2)]
+    assert MAX_CLIENT_LAGGED_SHARE == 0.25
+    assert check_client_lag(healthy + lagged) == []  # 2 of 8 = 25%: not above
+    found = check_client_lag(healthy[:5] + lagged)  # 2 of 7
+    assert [v.rule for v in found] == ["client.lag"] and "2 of 7 requests at load point c1" in found[0].detail

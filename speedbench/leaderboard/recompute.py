@@ -92,6 +92,8 @@ def _point_figures(run: RunFolder, point: str, records, draft_length: int) -> di
         "ttft_p50": latency["ttft"]["p50"], "tpot_p50": latency["tpot"]["p50"],
         "achieved_concurrency": latency["achieved_concurrency"],
         "chunks_are_steps": all(r.chunks_are_steps for r in records),
+        # requests left out of the latency figures for client lag (speedbench.metrics.client_timing)
+        "client_lagged_share": latency["num_client_lagged"] / len(records) if records else None,
     }
     if run.role == "sd":
         summary = _summary(records, draft_length, 0) or {}

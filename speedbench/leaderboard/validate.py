@@ -24,7 +24,7 @@ import hashlib
 import logging
 from dataclasses import dataclass
 
-from speedbench.consistency import check_acceptance_plausible, check_coverage, check_prompt_lengths
+from speedbench.consistency import check_acceptance_plausible, check_client_lag, check_coverage, check_prompt_lengths
 from speedbench.leaderboard import canonical, plausibility
 from speedbench.leaderboard.archive import ArchiveLimits, check_member_name, content_hash, loads_strict, read_archive
 from speedbench.leaderboard.known_builds import KnownBuilds
@@ -100,7 +100,8 @@ def _check_run(data: RunFolder, metadata: SubmissionMetadata, known_builds: Know
     expected = len(build.configs[data.dataset_config].questions)
     checks = [check_coverage(data.measured, expected),
               check_prompt_lengths(data.records, THROUGHPUT_BUCKETS.get(data.isl_bucket or "")),
-              check_acceptance_plausible(data.records, metadata.draft_length) if data.role == "sd" else []]
+              check_acceptance_plausible(data.records, metadata.draft_length) if data.role == "sd" else [],
+              check_client_lag(data.records)]
     for violations in checks:
         if violations:
             first = violations[0]

@@ -18,7 +18,8 @@ def _record(stamps, tokens, key="c4/q/0") -> TurnRecord:
 ONE_READ = _record([500] * 12, [1] + [4] * 11 + [0] * 0)  # 45 tokens, one stamp: the whole answer at once
 HEALTHY = _record([100, 200, 300, 400, 500], [1, 4, 2, 3, 1])
 SOME_SHARED = _record([100, 200, 200, 300, 400], [1, 4, 2, 3, 1])  # 1 of 4 chunks after the first shared
-HALF_SHARED = _record([100, 200, 200, 300, 300], [1, 4, 2, 3, 1])  # 2 of 4
+HALF_SHARED = _record([100, 200, 200, 300, 300], [1, 4, 2, 3, 1])  # 2 of 4: blurred, not lost
+DECODE_IN_ONE_READ = _record([100, 300, 300, 300, 300], [1, 4, 2, 3, 1])  # the first chunk alone, then one read
 EMPTY_CHUNK = _record([100, 200, 200, 300], [1, 4, 0, 3])  # a usage-only event sharing a read is no chunk
 
 
@@ -30,19 +31,22 @@ def test_shared_reads_counted():
 
 
 def test_lagged_records():
-    assert client_lagged(ONE_READ) and client_lagged(HALF_SHARED)
+    assert client_lagged(ONE_READ) and client_lagged(DECODE_IN_ONE_READ)
     assert not client_lagged(HEALTHY) and not client_lagged(SOME_SHARED) and not client_lagged(EMPTY_CHUNK)
+    assert not client_lagged(HALF_SHARED)
     assert not client_lagged(_record([100], [7]))  # one chunk: no timing to lose
+    assert not client_lagged(_record([100, 200], [1, 4]))  # two reads: its one gap is measured
+    assert client_lagged(_record([200, 200], [1, 4]))
 
 
 def test_point_figures():
-    records = [ONE_READ, HEALTHY, SOME_SHARED, HALF_SHARED]
+    records = [ONE_READ, HEALTHY, SOME_SHARED, HALF_SHARED, DECODE_IN_ONE_READ]
     health = client_timing(records)
-    assert (health.num_records, health.num_client_lagged, health.num_records_in_one_read) == (4, 2, 1)
-    assert health.num_chunks == 12 + 5 + 5 + 5 and health.num_chunks_sharing_a_read == 11 + 0 + 1 + 2
-    assert health.client_lagged_share == 0.5
+    assert (health.num_records, health.num_client_lagged, health.num_records_in_one_read) == (5, 2, 1)
+    assert health.num_chunks == 12 + 5 + 5 + 5 + 5 and health.num_chunks_sharing_a_read == 11 + 0 + 1 + 2 + 3
+    assert health.client_lagged_share == 2 / 5
     kept, lagged = timed_records(records)
-    assert kept == [HEALTHY, SOME_SHARED] and lagged == [ONE_READ, HALF_SHARED]
+    assert kept == [HEALTHY, SOME_SHARED, HALF_SHARED] and lagged == [ONE_READ, DECODE_IN_ONE_READ]
 
 
 def test_results_leave_lagged_records_out_of_latency_and_report_them():
