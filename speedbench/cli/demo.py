@@ -7,8 +7,9 @@ What it runs (defaults; ``make demo`` uses them):
    when already there). They are sampled from the full ``qualitative`` / ``throughput_1k``
    configs when the folder has them; otherwise from small parents built on the spot (qualitative:
    48 candidates per category embedded, 24 chosen by greedy+swap; throughput: 16 per tier).
-2. The throughput prompts are re-fitted with ``speedbench fit-isl`` to exactly 1,000 tokens of the
-   tiny model's tokenizer (``./speed-bench-fitted``), since the 1,000 o200k tokens of
+   ``random_1k`` (16 prompts of uniformly random o200k tokens, the paper's synthetic control) too.
+2. The throughput and random prompts are re-fitted with ``speedbench fit-isl`` to exactly 1,000
+   tokens of the tiny model's tokenizer (``./speed-bench-fitted``), since the 1,000 o200k tokens of
    ``throughput_1k`` are about 2,500 tokens of its 512-token vocabulary and prefill on one CPU
    core would dominate the demo.
 3. ``speedbench sweep examples/sweep/local.toml --out demo-output``: llama.cpp (xllamacpp) serves
@@ -36,6 +37,7 @@ from speedbench.settings import NUM_RESAMPLES
 
 QUALITATIVE = "lite_qualitative"
 THROUGHPUT = "lite_throughput_1k"
+RANDOM = "random_1k"  # the random-token control of the same length (--per-tier prompts)
 DEMO_PLAN = Path(__file__).resolve().parents[2] / "examples" / "sweep" / "local.toml"
 # The demo plan reads its dataset folders from these (defaults: ./speed-bench, ./speed-bench-fitted).
 DATASET_ENV, FITTED_ENV = "SPEEDBENCH_DEMO_DATASET", "SPEEDBENCH_DEMO_FITTED"
@@ -65,8 +67,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="qualitative parent build: prompts chosen per category by greedy+swap from the pool")
     parser.add_argument("--max-prompt-tokens", type=int, default=600,
                         help="lite_qualitative: leave out prompts longer than this many o200k tokens (all turns)")
-    parser.add_argument("--isl", type=int, default=1000,
-                        help="throughput prompts re-fitted to exactly this many target-model tokens (0: keep o200k)")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the lite configs even when present")
     parser.add_argument("--resamples", type=int, default=NUM_RESAMPLES, help="bootstrap resamples in the report")
     parser.add_argument("--no-progress", action="store_true")
@@ -97,9 +97,9 @@ def build_lite(args, sources: Path) -> None:
     from speedbench.dataset_builder.registry import BuildContext, available_configs
     from speedbench.dataset_builder.writer import data_file, write_dataset
 
-    wanted = [c for c in (QUALITATIVE, THROUGHPUT) if args.rebuild or not data_file(args.dataset, c).exists()]
+    wanted = [c for c in (QUALITATIVE, THROUGHPUT, RANDOM) if args.rebuild or not data_file(args.dataset, c).exists()]
     if not wanted:
-        print(f"   {QUALITATIVE} and {THROUGHPUT} already in {args.dataset} (pass --rebuild to rebuild)")
+        print(f"   {QUALITATIVE}, {THROUGHPUT} and {RANDOM} already in {args.dataset} (pass --rebuild to rebuild)")
         return
     builders = available_configs()
     # The parents are built only when the folder lacks them (a full build is then reused as is);
@@ -122,22 +122,19 @@ def build_lite(args, sources: Path) -> None:
 
 
 def fit_throughput(args, sources: Path, models: Path) -> Path:
-    """A copy of the dataset whose throughput prompts are exactly ``--isl`` target tokens, beside
-    the dataset folder (made again when missing or with --rebuild)."""
-    if not args.isl:
-        return args.dataset
+    """A copy of the dataset whose throughput and random prompts are exactly 1,000 target tokens,
+    beside the dataset folder (made again when missing or with --rebuild). Unfitted, a random
+    prompt is about 5,800 tokens of the 512-token vocabulary: more than a server slot holds."""
     from speedbench.cli import main as cli_main
     from speedbench.dataset_builder.writer import data_file
 
-    if args.isl != 1000:
-        raise DemoError("--isl: fit-isl fits throughput_1k prompts to its bucket length, 1000 target tokens; "
-                        "use 1000 or 0 (keep the o200k prompts)")
     fitted = args.dataset.parent / f"{args.dataset.name}-fitted"
-    if data_file(fitted, THROUGHPUT).exists() and not args.rebuild:
-        print(f"   {THROUGHPUT} already fitted in {fitted} (pass --rebuild to fit again)")
+    if all(data_file(fitted, c).exists() for c in (THROUGHPUT, RANDOM)) and not args.rebuild:
+        print(f"   {THROUGHPUT} and {RANDOM} already fitted in {fitted} (pass --rebuild to fit again)")
         return fitted
     shutil.rmtree(fitted, ignore_errors=True)
-    argv = ["fit-isl", str(args.dataset), "--tokenizer", str(models), "--configs", THROUGHPUT, "--out", str(fitted),
+    argv = ["fit-isl", str(args.dataset), "--tokenizer", str(models), "--configs", f"{THROUGHPUT},{RANDOM}",
+            "--out", str(fitted),
             "--sources", str(sources)] + (["--no-progress"] if args.no_progress else [])
     if cli_main(argv) != 0:
         raise DemoError("speedbench fit-isl failed (see above)")
@@ -182,9 +179,9 @@ def run(args: argparse.Namespace) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     timings: dict[str, float] = {}
     try:
-        with _stage(f"1/3 build SPEED-Lite ({QUALITATIVE}, {THROUGHPUT}) into {args.dataset}", timings):
+        with _stage(f"1/3 build SPEED-Lite ({QUALITATIVE}, {THROUGHPUT}) and {RANDOM} into {args.dataset}", timings):
             build_lite(args, sources)
-        with _stage(f"2/3 fit {THROUGHPUT} prompts to {args.isl} target tokens", timings):
+        with _stage(f"2/3 fit {THROUGHPUT} and {RANDOM} prompts to 1,000 target tokens", timings):
             fitted = fit_throughput(args, sources, models)
         with _stage(f"3/3 sweep {args.plan.name}: speculation at K = 2 and 4, and the baseline", timings):
             files = sweep(args, args.dataset, fitted, models)

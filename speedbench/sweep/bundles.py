@@ -56,3 +56,13 @@ def write_bundles(plan: Plan, units: list[Unit], out: Path, log: Callable[[str],
         written.append(path)
         log(f"bundle for {variant.name}: {path} (speedbench submit takes it, or upload it in the Space)")
     return written
+
+
+def sweep_bundles(paths: list[Path]) -> list[Path] | None:
+    """The bundles of a sweep folder (``speedbench submit DIR`` with DIR written by ``speedbench
+    sweep``); None when ``paths`` is not exactly one sweep folder."""
+    from speedbench.sweep.state import STATE_NAME
+
+    if len(paths) != 1 or not (Path(paths[0]) / STATE_NAME).is_file():
+        return None
+    return sorted((Path(paths[0]) / BUNDLES_DIR).glob("*.tar.gz"))

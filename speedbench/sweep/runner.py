@@ -101,10 +101,11 @@ class SweepRunner:
         reap_leftovers(state, self.log)
         (self.out / "plan.toml").write_text(self.plan.text, encoding="utf-8")
         state.add("invocation", plan=str(self.plan.path), plan_sha256=self.plan.sha256)
-        hashes = {u.unit_id: options_sha256(u.options(self.plan, "")) for u in self.units}
+        options = {u.unit_id: u.options(self.plan, "") for u in self.units}
+        hashes = {name: options_sha256(o) for name, o in options.items()}
         pending = [u for u in self.units if not state.unit_done(u.unit_id, hashes[u.unit_id], u.run_dir)]
-        total = sum(len(u.options(self.plan, "").points()) for u in self.units)
-        todo_points = sum(len(u.options(self.plan, "").points()) for u in pending)
+        total = sum(len(o.points()) for o in options.values())
+        todo_points = sum(len(options[u.unit_id].points()) for u in pending)
         self.progress = SweepProgress(total, total - todo_points, self.show_progress)
         self.outcome.finished = [u.unit_id for u in self.units if u not in pending]
         started = time.monotonic()
