@@ -1,0 +1,92 @@
+"""The sweep's own tables from report rows: families of K per method and baseline, declared pairs,
+random vs real, Pareto medians; expected values written out by hand."""
+from __future__ import annotations
+
+import textwrap
+
+from speedbench.sweep.plan import load_plan
+from speedbench.sweep.units import plan_units
+from speedbench.sweep.views import best_draft_rows, declared_pairs, pareto_points, random_vs_real
+
+def _plan(tmp_path):
+    text = textwrap.dedent("""\
+        tokenizer = "tok"
+        dataset = "ds"
+        repeats = 2
+        [[workload]]
+        config = "throughput_8k"
+        [[workload]]
+        config = "random_8k"
+        repeats = 1
+        [[variant]]
+        name = "eagle-k{k}"
+        engine = "vllm"
+        method = "eagle3"
+        k = [2, 4]
+        baseline = "ar"
+        command = "python3 -c pass {port}"
+        [[variant]]
+        name = "ngram-k3"
+        engine = "vllm"
+        method = "ngram"
+        k = 3
+        baseline = "ar"
+        command = "python3 -c pass {port}"
+        [[variant]]
+        name = "lonely-k2"
+        engine = "vllm"
+        method = "mtp"
+        k = 2
+        command = "python3 -c pass {port}"
+        [[variant]]
+        name = "ar"
+        engine = "vllm"
+        command = "python3 -c pass {port}"
+        gpus = 2
+        """)
+    path = tmp_path / "plan.toml"
+    path.write_text(text)
+    return load_plan(path)
+
+
+def _row(variant, workload, repeat, config, c, tps, user=10.0):
+    return {"variant": variant, "workload": workload, "repeat": repeat, "dataset_config": config,
+            "requested_concurrency": c, "request_rate": None, "output_tps": tps, "user_tps_mean": user}
+
+
+def test_best_k_per_method_family_with_the_baseline_as_k0(tmp_path):
+    plan = _plan(tmp_path)
+    points = [_row("eagle-k2", "throughput_8k", r, "throughput_8k", 8, v) for r, v in ((1, 100.0), (2, 110.0))]
+    points += [_row("eagle-k4", "throughput_8k", r, "throughput_8k", 8, v) for r, v in ((1, 90.0), (2, 130.0))]
+    points += [_row("ar", "throughput_8k", r, "throughput_8k", 8, v) for r, v in ((1, 80.0), (2, 81.0))]
+    points += [_row("ngram-k3", "throughput_8k", r, "throughput_8k", 8, v) for r, v in ((1, 70.0), (2, 72.0))]
+    points += [_row("lonely-k2", "throughput_8k", 1, "throughput_8k", 8, 500.0)]  # no baseline: no family
+    rows = {(r["method"], r["concurrency"]): r for r in best_draft_rows(plan, points)}
+    assert set(rows) == {("eagle3", 8), ("ngram", 8)}
+    eagle = rows[("eagle3", 8)]
+    # medians: K2 105 (MAD 5), K4 110 (MAD 20), K0 80.5: K4 wins by 5 <= 5 + 20 -> uncertain
+    assert (eagle["best_draft_length"], eagle["best_median_output_tps"], eagle["best_mad"]) == (4, 110.0, 20.0)
+    assert (eagle["runner_up_draft_length"], eagle["runner_up_median_output_tps"]) == (2, 105.0)
+    assert eagle["uncertain"] is True
+    ngram = rows[("ngram", 8)]  # the baseline (80.5) beats n-gram (71): K = 0, no speculation
+    assert (ngram["best_draft_length"], ngram["runner_up_draft_length"], ngram["uncertain"]) == (0, 3, False)
+
+
+def test_declared_pairs_random_vs_real_and_pareto(tmp_path):
+    plan = _plan(tmp_path)
+    by_run = {u.unit_id: u for u in plan_units(plan, tmp_path)}
+    speedup = [{"sd_run": "eagle-k2.throughput_8k.r1", "baseline_run": "ar.throughput_8k.r1", "concurrency": 8},
+               {"sd_run": "eagle-k2.throughput_8k.r1", "baseline_run": "ar.throughput_8k.r2", "concurrency": 8},
+               {"sd_run": "lonely-k2.throughput_8k.r1", "baseline_run": "ar.throughput_8k.r1", "concurrency": 8}]
+    assert [(r["sd_run"], r["baseline_run"]) for r in declared_pairs(speedup, by_run)] == [
+        ("eagle-k2.throughput_8k.r1", "ar.throughput_8k.r1")]
+    points = [_row("ar", "throughput_8k", 1, "throughput_8k", 4, 100.0, 20.0),
+              _row("ar", "throughput_8k", 2, "throughput_8k", 4, 120.0, 30.0),
+              _row("ar", "random_8k", 1, "random_8k", 4, 132.0, 33.0)]
+    (comparison,) = random_vs_real(points)
+    # real: median(100, 120) = 110; random 132: 132 / 110 - 1 = 0.2
+    assert (comparison["output_tps_real"], comparison["output_tps_random"]) == (110.0, 132.0)
+    assert abs(comparison["overestimate"] - 0.2) < 1e-12 and comparison["isl_bucket"] == "8k"
+    pareto = {(p["workload"], p["load"]): p for p in pareto_points(plan, points)}
+    # two GPUs: 110 / 2 per GPU; per-user speed median(20, 30) = 25
+    assert (pareto[("throughput_8k", 4)]["output_tps_per_gpu"], pareto[("throughput_8k", 4)]["user_tps"]) == (55.0, 25.0)
