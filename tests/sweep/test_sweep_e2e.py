@@ -134,3 +134,31 @@ def _best_k_by_hand(out):
             assert row["uncertain"] is (gap <= spread)
         else:
             assert row["uncertain"] is None
+
+
+def test_a_variant_given_by_url_is_measured_and_left_running(tmp_path, lite_dataset, models_dir, monkeypatch):
+    from speedbench.engine import EngineConfig, LocalEngine
+
+    monkeypatch.setenv("SPEEDBENCH_MODELS", str(models_dir))
+    with LocalEngine(EngineConfig(speculation="none", n_parallel=2, n_ctx_per_slot=4096)) as engine:
+        plan = tmp_path / "plan.toml"
+        plan.write_text(f"""
+tokenizer = "{models_dir}"
+dataset = "{lite_dataset}"
+[[workload]]
+config = "lite_qualitative"
+concurrency = [1]
+max_tokens = 8
+[[variant]]
+name = "theirs"
+engine = "llamacpp"
+url = "{engine.url}"
+""")
+        out = tmp_path / "sweep"
+        assert main(["sweep", str(plan), "--out", str(out), "--no-progress", "--resamples", "20"]) == 0
+        assert engine.process.poll() is None  # someone else's server: not stopped
+        measured = [r for r in records(out / "runs" / "theirs.lite_qualitative.r1") if not r["warmup"]]
+        assert measured and all(r["error"] is None for r in measured)
+        info = json.loads((out / "servers" / "theirs" / "attempt-1.json").read_text())
+        assert info["url"] == engine.url and info["stop"] == {"stopped_by_sweep": False}
+        assert info["description"]["engine_version"]
