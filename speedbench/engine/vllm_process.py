@@ -7,9 +7,11 @@ the one of ``server_process.py`` (the llama.cpp child): the first stdin line is 
 ``port`` is 0, starts ``vllm serve`` in a session of its own, prints ``{"url": ..., "pid": ...}``
 and then blocks reading stdin. When the parent closes stdin or dies (which closes it too), or
 sends SIGTERM, the whole vLLM process group (API server and engine core) gets SIGTERM, then
-SIGKILL after a grace period. vLLM itself also gets SIGTERM through ``PR_SET_PDEATHSIG`` should
-the supervisor be killed outright. SGLang is supervised the same way (under ``.venv-sglang``'s
-Python): its request adds ``"python_args"``, the entry point that replaces ``-m vllm ... serve``.
+SIGKILL after a grace period; whatever is left of the group when the server's leader exits (on
+its own or after SIGTERM) gets SIGKILL too. vLLM itself also gets SIGTERM through
+``PR_SET_PDEATHSIG`` should the supervisor be killed outright. SGLang is supervised the same way
+(under ``.venv-sglang``'s Python): its request adds ``"python_args"``, the entry point that
+replaces ``-m vllm ... serve``.
 """
 from __future__ import annotations
 
@@ -36,17 +38,24 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
+def _kill_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass  # the whole group is gone
+
+
 def _stop(process: subprocess.Popen) -> int:
-    for sig, wait_s in ((signal.SIGTERM, GRACE_S), (signal.SIGKILL, None)):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            pass
-        try:
-            return process.wait(timeout=wait_s)
-        except subprocess.TimeoutExpired:
-            continue
-    return process.wait()
+    """SIGTERM to the group; after the grace period, or as soon as the leader has exited, SIGKILL
+    to what is left of it. The leader may exit first and leave children behind (an SGLang
+    detokenizer outlived its launcher that way), so the group is swept either way."""
+    _kill_group(process.pid, signal.SIGTERM)
+    try:
+        code = process.wait(timeout=GRACE_S)
+    except subprocess.TimeoutExpired:
+        code = None
+    _kill_group(process.pid, signal.SIGKILL)
+    return process.wait() if code is None else code
 
 
 def main() -> int:
@@ -77,6 +86,7 @@ def main() -> int:
     print(json.dumps({"url": f"http://{shown}:{port}", "pid": process.pid}), flush=True)
     stop.wait()
     if process.poll() is not None:
+        _kill_group(process.pid, signal.SIGKILL)  # what the leader left behind, if anything
         return process.returncode or 1
     _stop(process)
     return 0
