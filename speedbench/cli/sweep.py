@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 
@@ -61,6 +62,10 @@ def run(args: argparse.Namespace) -> int:
     except PlanError as error:
         print(f"speedbench sweep: {error}", file=sys.stderr)
         return 2
+    def _stop_on_term(signum, frame):  # a batch system's SIGTERM stops as cleanly as Ctrl-C
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _stop_on_term)
     runner = SweepRunner(plan, args.out, progress=not args.no_progress,
                          log=lambda text: print(text, file=sys.stderr, flush=True))
     try:

@@ -1,4 +1,4 @@
-"""An interrupted sweep loses nothing and reruns nothing: SIGINT of the sweep, SIGKILL of the sweep,
+"""An interrupted sweep loses nothing and reruns nothing: SIGINT, SIGTERM and SIGKILL of the sweep,
 and a server killed mid-run, each followed by the same command, with the real llama.cpp server.
 
 Each interruption waits (on the records file, not on a clock) until the running unit has written
@@ -90,6 +90,15 @@ def test_interrupted_three_ways_then_resumed_with_nothing_lost_or_rerun(tmp_path
     process = sweep_process(plan, out, env)
     _wait_for_new_records(process, out, 0)
     process.send_signal(signal.SIGINT)
+    output = process.communicate(timeout=WAIT_S)[0]
+    assert process.returncode == 130, output
+    assert _gone(_running_server(out))
+    kept |= {line for lines in _measured_lines(out).values() for line in lines}
+
+    # 1b. SIGTERM (a batch system's stop) is handled as Ctrl-C
+    process = sweep_process(plan, out, env)
+    _wait_for_new_records(process, out, _total(out))
+    process.send_signal(signal.SIGTERM)
     output = process.communicate(timeout=WAIT_S)[0]
     assert process.returncode == 130, output
     assert _gone(_running_server(out))
