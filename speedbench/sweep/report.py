@@ -105,7 +105,8 @@ def pareto_figures(views: dict, out: Path) -> list[Path]:
                 axes.annotate(str(r["load"]), (r["user_tps"], r["output_tps_per_gpu"]), fontsize=7)
         axes.set_xlabel("per-user speed (output tokens/s per request)")
         axes.set_ylabel("throughput per GPU (output tokens/s)")
-        axes.set_title(f"{workload} ({rows[0]['dataset_config']}): labels = concurrency")
+        config = rows[0]["dataset_config"]
+        axes.set_title(f"{workload}{f' ({config})' if config != workload else ''}: labels = concurrency")
         axes.legend(fontsize=8)
         figure.tight_layout()
         path = out / FIGURES_DIR / f"pareto-{workload}.png"
