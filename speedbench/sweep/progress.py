@@ -16,16 +16,22 @@ WATCH_INTERVAL_S = 1.0
 
 
 class SweepProgress:
-    def __init__(self, total_points: int, done_points: int, enabled: bool = True):
+    def __init__(self, total_points: int, done_points: int, enabled: bool = True, file=None):
         self.bar = None
         if enabled:
             from tqdm import tqdm
 
             self.bar = tqdm(total=total_points, initial=done_points, unit="point", desc="sweep", position=0,
-                            dynamic_ncols=True)
+                            dynamic_ncols=True, file=file)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._label = ""
+        self._records: Path | None = None
+        self._offset = 0
+        self._points: list[str] = []
+        self._finished: set[str] = set()
+        self._current: str | None = None
+        self._count = 0
 
     def watch(self, label: str, records: Path, points: list[str], done_points: set[str]) -> None:
         """Follow one run: ``points`` in order; ``done_points`` were finished before."""
@@ -33,30 +39,36 @@ class SweepProgress:
         self._set(label)
         if self.bar is None:
             return
+        self._records, self._points, self._finished = records, list(points), set(done_points)
+        self._offset = records.stat().st_size if records.exists() else 0
+        self._current, self._count = None, 0
         self._stop.clear()
-        self._thread = threading.Thread(target=self._follow, args=(records, points, set(done_points)), daemon=True)
+        self._thread = threading.Thread(target=self._follow, daemon=True)
         self._thread.start()
 
-    def _follow(self, records: Path, points: list[str], finished: set[str]) -> None:
-        offset, current, count = (records.stat().st_size if records.exists() else 0), None, 0
+    def _follow(self) -> None:
         while not self._stop.wait(WATCH_INTERVAL_S):
-            if not records.exists():
-                continue
-            with open(records, "rb") as handle:
-                handle.seek(offset)
-                chunk = handle.read()
-            cut = chunk.rfind(b"\n") + 1
-            offset += cut
-            for name in _POINT.findall(chunk[:cut]):
-                point = name.decode()
-                if point != current and current is not None and current in points and current not in finished:
-                    finished.add(current)
+            self.consume()
+
+    def consume(self) -> None:
+        """Read what the client appended since the last call (whole lines only) and show it."""
+        if self._records is None or not self._records.exists():
+            return
+        with open(self._records, "rb") as handle:
+            handle.seek(self._offset)
+            chunk = handle.read()
+        cut = chunk.rfind(b"\n") + 1
+        self._offset += cut
+        for name in _POINT.findall(chunk[:cut]):
+            point = name.decode()
+            if point != self._current:
+                if self._current in self._points and self._current not in self._finished:
+                    self._finished.add(self._current)
                     self.bar.update(1)  # the client moved on: the previous point is measured
-                if point != current:
-                    current, count = point, 0
-                count += 1
-            if current is not None:
-                self._set(f"{self._label} · {current.split('/')[0]} ({count} req)")
+                self._current, self._count = point, 0
+            self._count += 1
+        if self._current is not None:
+            self._set(f"{self._label} · {self._current} ({self._count} req)")
 
     def unit_finished(self, points_left: int) -> None:
         """The run returned: its points not yet counted are done."""
