@@ -48,6 +48,12 @@ Modules
     requested_concurrency=None, categories=None)`` -> ``LatencySummary``;
     ``pareto_frontier(user_tps, output_tps)`` -> indices.
 ``breakdown``   ``group_codes(categories)``, ``per_category(categories, compute)``.
+``draft_length``  K of a run, one precedence for every reader: ``declared_draft_length`` (caller,
+    --draft-length, engine.json, the server's description), ``reported_draft_length`` (the engine's
+    records), ``resolve_draft_length``, ``statistics_draft_length``, ``run_speculation`` -> ``Speculation``.
+``load_point``  one load point's ``point_latency(records, point)`` (latency summary and slot occupancy)
+    and ``appendix_g_estimate(t_ar, t_sd, tokens_per_decode_step, chunks_are_steps)`` (None where it does
+    not apply).
 ``validation``  ``MetricInputError``, ``Ragged`` (flat list-of-lists), ``as_count_array``,
     ``as_ragged_counts``, ``as_float_array``.
 ``results``     ``to_jsonable``, ``JsonDataclass``.
