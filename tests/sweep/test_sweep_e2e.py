@@ -162,3 +162,40 @@ url = "{engine.url}"
         info = json.loads((out / "servers" / "theirs" / "attempt-1.json").read_text())
         assert info["url"] == engine.url and info["stop"] == {"stopped_by_sweep": False}
         assert info["description"]["engine_version"]
+
+
+def test_a_server_that_fails_to_start_is_reported_and_the_sweep_goes_on(tmp_path, lite_dataset, models_dir,
+                                                                          monkeypatch, capsys):
+    import shlex
+    import sys
+
+    monkeypatch.setenv("SPEEDBENCH_MODELS", str(models_dir))
+    broken = f"{shlex.quote(sys.executable)} -c \"import sys; sys.exit('cannot load model: out of memory')\" {{port}}"
+    plan = tmp_path / "plan.toml"
+    plan.write_text(f"""
+tokenizer = "{models_dir}"
+dataset = "{lite_dataset}"
+[[workload]]
+config = "lite_qualitative"
+concurrency = [1]
+max_tokens = 8
+[[variant]]
+name = "broken"
+engine = "llamacpp"
+method = "draft"
+k = 2
+baseline = "baseline"
+command = '''{broken}'''
+[[variant]]
+name = "baseline"
+engine = "llamacpp"
+command = "speedbench serve --port {{port}} --speculation none --parallel 2 --ctx-per-slot 4096"
+""")
+    out = tmp_path / "sweep"
+    assert main(["sweep", str(plan), "--out", str(out), "--no-progress", "--resamples", "20"]) == 1
+    captured = capsys.readouterr()
+    assert "variant 'broken': server exited with status 1" in captured.out
+    assert "cannot load model: out of memory" in captured.out  # the log's last lines
+    assert "broken failed" in captured.err
+    assert sorted(p.name for p in (out / "runs").iterdir()) == ["baseline.lite_qualitative.r1"]
+    assert (out / "report" / "report.json").exists() and "Failures" in (out / "sweep.md").read_text()
