@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 import warnings
 from pathlib import Path
 
@@ -22,11 +23,14 @@ except ImportError:  # running from a checkout of the repository
 import gradio as gr  # noqa: E402
 
 from sbspace import about, compare, populate, submission  # noqa: E402
-from sbspace.envs import Settings  # noqa: E402
+from sbspace.envs import Settings, hub_client_with_timeouts  # noqa: E402
+from speedbench.leaderboard.admission import Admission, reservation  # noqa: E402
+from speedbench.leaderboard.canonical import DIGEST_VERSION  # noqa: E402
 from speedbench.leaderboard.known_builds import KnownBuilds  # noqa: E402
 from speedbench.leaderboard.mirror import HubMirror  # noqa: E402
 from speedbench.leaderboard.store import LeaderboardStore  # noqa: E402
-from speedbench.leaderboard.validate import STORED_LIMITS, submit_bundle  # noqa: E402
+from speedbench.leaderboard.sync import MirrorSync  # noqa: E402
+from speedbench.leaderboard.validate import STORED_LIMITS, backfill_digests, restore_bundle  # noqa: E402
 
 log = logging.getLogger("speedbench.space")
 
@@ -34,22 +38,49 @@ warnings.filterwarnings("ignore", message=".*Pandas4Warning.*")
 warnings.filterwarnings("ignore", category=FutureWarning, module="gradio")
 
 
-def _prepare_store(settings: Settings, store: LeaderboardStore | None, known_builds: KnownBuilds | None,
-                   mirror: HubMirror | None) -> tuple[LeaderboardStore, KnownBuilds, HubMirror | None]:
-    """The store, known builds and mirror the app serves: unreadable entries quarantined, and an
-    empty store rebuilt from the mirror."""
+class _Services:
+    """What the callbacks share: the store, known builds, the one admission control, the Hub sync."""
+
+    def __init__(self, store: LeaderboardStore, known_builds: KnownBuilds, admission: Admission,
+                 sync: MirrorSync | None):
+        self.store, self.known_builds, self.admission, self.sync = store, known_builds, admission, sync
+
+    def mirror_note(self) -> str:
+        return self.sync.status().text() if self.sync is not None else ""
+
+    def note_box(self) -> gr.Textbox:
+        text = self.mirror_note()
+        return gr.Textbox(value=text, visible=bool(text))
+
+
+def _prepare(settings: Settings, store: LeaderboardStore | None, known_builds: KnownBuilds | None,
+             mirror: HubMirror | None) -> _Services:
+    """The store (unreadable entries quarantined), known builds, admission control, and the Hub sync
+    started in the background: restoring what the store lacks and pushing the outbox never delays
+    the page, and a missing, refusing or hanging Hub only shows as a note above the board."""
     store = store or LeaderboardStore(settings.db_path)
     known_builds = known_builds if known_builds is not None else KnownBuilds.load(settings.known_builds)
-    if mirror is None and settings.mirror_repo:
-        mirror = HubMirror(settings.mirror_repo)
+    admission = Admission(settings.budget)
     for entry_id, reason in store.quarantine_unreadable():
         log.warning("quarantined stored entry %s: %s", entry_id, reason)  # off the board, kept for a maintainer
-    if mirror is not None and store.count() == 0:
-        # a fresh Space (empty disk): rebuild the board from the mirror, through the same validation
-        added, skipped = mirror.restore(
-            lambda archive, date: submit_bundle(archive, store, known_builds, STORED_LIMITS, submitted_at=date))
-        log.info("restored %d entries from %s (%d skipped)", added, mirror.repo_id, len(skipped))
-    return store, known_builds, mirror
+    if mirror is None and settings.mirror_repo:
+        mirror = HubMirror(settings.mirror_repo)
+    sync = None
+    if mirror is not None:
+        def restore(entry_id, document, archive):
+            need, _ = reservation(archive, STORED_LIMITS)
+            with admission.slot(need):
+                return restore_bundle(entry_id, document, archive, store, known_builds)
+
+        sync = MirrorSync(store, mirror, restore).start()
+    if store.missing_digests(DIGEST_VERSION):  # entries stored under an older duplicate digest
+        def backfill():
+            with admission.slot(0):
+                for line in backfill_digests(store, known_builds):
+                    log.warning("digest backfill: %s", ascii(line))
+
+        threading.Thread(target=backfill, name="speedbench-digests", daemon=True).start()
+    return _Services(store, known_builds, admission, sync)
 
 
 def _board_functions(store: LeaderboardStore):
@@ -104,7 +135,7 @@ def _browse_tab(rows, found, table) -> _Browse:
                                    pinned_columns=1, elem_id="board", label="Entries", max_height=600)
         controls = [search, engines, methods, families, isl, sort_by, descending, show_ci]
         for control in controls:
-            control.change(table, controls, board_table, api_name=False)
+            control.change(table, controls, board_table, api_visibility="private")
     return _Browse(controls, [engines, methods, families, isl], board_table)
 
 
@@ -112,8 +143,11 @@ def _compare_tab(store: LeaderboardStore, found) -> list:
     """The Compare tab; returns its dropdowns (entries, Pareto ISL) whose choices follow the store."""
     with gr.Tab("Compare", id="compare"):
         with gr.Row():
+            # allow_custom_value: the API may name entries added after the page was built; compare()
+            # keeps only ids the store holds
             picked = gr.Dropdown(choices=compare.entry_choices(store), multiselect=True, scale=4,
-                                 label="Entries (the first is the reference)", elem_id="compare-entries")
+                                 allow_custom_value=True, elem_id="compare-entries",
+                                 label=f"Entries (the first is the reference; at most {compare.MAX_ENTRIES})")
             pareto_isl = gr.Dropdown(choices=found["isls"], value="any", label="ISL for Pareto curves",
                                      elem_id="compare-isl", scale=1)
             compare_button = gr.Button("Compare", variant="primary", elem_id="compare-button", scale=0)
@@ -135,8 +169,8 @@ def _compare_tab(store: LeaderboardStore, found) -> list:
     return [picked, pareto_isl]
 
 
-def _submit_tab(settings: Settings, store: LeaderboardStore, known_builds: KnownBuilds, mirror: HubMirror | None,
-                browse: _Browse, followers: list, table, refresh_choices) -> None:
+def _submit_tab(settings: Settings, services: _Services, browse: _Browse, followers: list, table,
+                refresh_choices, note) -> None:
     """The Submit tab and the hidden ``submit_bundle`` endpoint; a submission refreshes the board
     and every dropdown in ``browse.filters + followers``."""
     with gr.Tab("Submit", id="submit"):
@@ -148,21 +182,24 @@ def _submit_tab(settings: Settings, store: LeaderboardStore, known_builds: Known
         status = gr.Textbox(label="Result", interactive=False, elem_id="submit-status", lines=2)
         result = gr.JSON(visible=False)
 
+        def handle(path):
+            return submission.handle_upload(path, services.store, services.known_builds, settings.limits,
+                                            services.admission, services.sync)
+
         def on_submit(path, *control_values):
-            outcome = submission.handle_upload(path, store, known_builds, settings.limits, mirror)
-            return (outcome.text(), outcome.to_dict(), table(*control_values), *refresh_choices())
+            outcome = handle(path)
+            return (outcome.text(), outcome.to_dict(), table(*control_values), *refresh_choices(),
+                    services.note_box())
 
         submit_button.click(
             on_submit, [upload, *browse.controls],
-            [status, result, browse.board_table, *browse.filters, *followers],
-            api_name=False)
+            [status, result, browse.board_table, *browse.filters, *followers, note],
+            api_visibility="private")
 
         # The endpoint `speedbench submit` calls: one file in, {"status", "entry_id", "message"} out.
         api_upload = gr.File(visible=False, type="filepath")
         api_trigger = gr.Button(visible=False)
-        api_trigger.click(
-            lambda path: submission.handle_upload(path, store, known_builds, settings.limits, mirror).to_dict(),
-            api_upload, result, api_name="submit_bundle")
+        api_trigger.click(lambda path: handle(path).to_dict(), api_upload, result, api_name="submit_bundle")
 
 
 def _about_tab() -> None:
@@ -175,7 +212,8 @@ def _about_tab() -> None:
 def build_app(settings: Settings | None = None, store: LeaderboardStore | None = None,
               known_builds: KnownBuilds | None = None, mirror: HubMirror | None = None) -> gr.Blocks:
     settings = settings or Settings()
-    store, known_builds, mirror = _prepare_store(settings, store, known_builds, mirror)
+    services = _prepare(settings, store, known_builds, mirror)
+    store = services.store
     table, refresh_choices = _board_functions(store)
     rows = populate.all_rows(store)
     found = populate.filter_choices(rows)
@@ -183,22 +221,29 @@ def build_app(settings: Settings | None = None, store: LeaderboardStore | None =
     with gr.Blocks(title=about.TITLE, fill_width=True) as demo:
         gr.Markdown(f"# {about.TITLE}")
         gr.Markdown(about.INTRODUCTION)
+        # plain text: the note quotes a Hub error message
+        note = gr.Textbox(value=services.mirror_note(), show_label=False, interactive=False, container=False,
+                          elem_id="mirror-note", visible=bool(services.mirror_note()))
         with gr.Tabs():
             browse = _browse_tab(rows, found, table)
             followers = _compare_tab(store, found)
-            _submit_tab(settings, store, known_builds, mirror, browse, followers, table, refresh_choices)
+            _submit_tab(settings, services, browse, followers, table, refresh_choices, note)
             _about_tab()
 
-        demo.load(lambda *values: (table(*values), *refresh_choices()), browse.controls,
-                  [browse.board_table, *browse.filters, *followers], api_name=False)
+        demo.load(lambda *values: (table(*values), *refresh_choices(), services.note_box()), browse.controls,
+                  [browse.board_table, *browse.filters, *followers, note], api_visibility="private")
     demo.store = store  # for tests and for closing
+    demo.admission, demo.sync = services.admission, services.sync
     return demo
 
 
 def main() -> None:
     settings = Settings()
+    if settings.mirror_repo:
+        hub_client_with_timeouts()  # a Hub that never answers must not hold the sync thread forever
     demo = build_app(settings)
-    demo.queue(default_concurrency_limit=4).launch(
+    # Gradio's per-event limit only bounds threads; what validations may cost is the admission's
+    demo.queue(default_concurrency_limit=8).launch(
         server_name=settings.host, server_port=settings.port, max_file_size=settings.limits.max_archive_bytes)
 
 

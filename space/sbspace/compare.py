@@ -6,6 +6,7 @@ import pandas as pd
 from speedbench.leaderboard import board
 from speedbench.leaderboard.store import LeaderboardStore
 
+MAX_ENTRIES = 6
 PARETO_COLUMNS = ["entry", "user_tps", "output_tps", "concurrency"]
 DIFF_COLUMNS = ["reference", "entry", "category", "al_reference", "al_entry", "difference", "ci_low", "ci_high",
                 "paired_prompts"]
@@ -16,8 +17,11 @@ def entry_choices(store: LeaderboardStore) -> list[tuple[str, str]]:
 
 
 def compare(store: LeaderboardStore, ids: list[str], isl: str | None):
-    """(side-by-side AL, paired differences, Pareto points, note) for the chosen entry ids."""
-    entries = [e for e in (store.get(i) for i in ids or []) if e is not None]
+    """(side-by-side AL, paired differences, Pareto points, note) for the chosen entry ids: each id
+    once (in the order given), unknown ones left out, at most ``MAX_ENTRIES`` (the paired bootstrap
+    costs CPU per pair: an API call naming one id ten times must not cost ten)."""
+    wanted = list(dict.fromkeys(i for i in (ids or []) if isinstance(i, str)))
+    entries = [e for e in (store.get(i) for i in wanted[:MAX_ENTRIES]) if e is not None]
     if len(entries) < 2:
         empty = pd.DataFrame()
         return empty, pd.DataFrame(columns=DIFF_COLUMNS), pd.DataFrame(columns=PARETO_COLUMNS), \
@@ -32,6 +36,8 @@ def compare(store: LeaderboardStore, ids: list[str], isl: str | None):
     pareto = pd.DataFrame(board.pareto_points(entries, isl), columns=PARETO_COLUMNS + ["on_frontier"])
     note = (f"Differences are AL(entry) - AL({entries[0].id}) over the prompts both ran, with paired bootstrap "
             "95% CIs.")
+    if len(wanted) > MAX_ENTRIES:
+        note += f" Only the first {MAX_ENTRIES} entries are compared."
     if pareto.empty:
         note += " No throughput points to plot for this selection."
     return side, diffs, pareto[PARETO_COLUMNS], note

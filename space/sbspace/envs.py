@@ -5,6 +5,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from speedbench.leaderboard.admission import Budget
 from speedbench.leaderboard.archive import ArchiveLimits
 from speedbench.leaderboard.store import db_path_from_env
 
@@ -17,3 +18,21 @@ class Settings:
     limits: ArchiveLimits = field(default_factory=ArchiveLimits.from_env)  # SPEEDBENCH_MAX_BUNDLE_MB
     known_builds: list[str] | None = None  # None: SPEEDBENCH_KNOWN_BUILDS
     mirror_repo: str = field(default_factory=lambda: os.environ.get("SPEEDBENCH_HUB_MIRROR", ""))
+    budget: Budget = field(default_factory=Budget.from_env)  # SPEEDBENCH_MAX_VALIDATIONS ...
+
+
+HUB_TIMEOUT_S = (10.0, 120.0)  # connect, everything else
+
+
+def hub_client_with_timeouts() -> None:
+    """huggingface_hub's HTTP client with timeouts (its default waits forever)."""
+    import httpx2
+    from huggingface_hub import set_client_factory
+    from huggingface_hub.utils import _http
+
+    def factory():
+        client = _http.default_client_factory()
+        client.timeout = httpx2.Timeout(HUB_TIMEOUT_S[1], connect=HUB_TIMEOUT_S[0])
+        return client
+
+    set_client_factory(factory)

@@ -1,20 +1,33 @@
-"""Submission: an uploaded bundle -> validated, recomputed, stored entry (or a clear rejection)."""
+"""Submission: an uploaded bundle -> validated, recomputed, stored entry (or a clear rejection).
+
+Every upload, from the Submit tab or the ``/submit_bundle`` API, goes through the app's one
+:class:`~speedbench.leaderboard.admission.Admission` (the shared limit and budgets). Gradio keeps
+identical uploads in one content-hash folder, so several requests can name the same file: the
+file is removed when the last request using it is done, and a request whose file an identical
+one already handled and removed gets that one's answer.
+"""
 from __future__ import annotations
 
 import logging
 import os
 import shutil
 import tempfile
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
+from speedbench.leaderboard.admission import Admission, submit
 from speedbench.leaderboard.archive import ArchiveLimits
 from speedbench.leaderboard.known_builds import KnownBuilds
 from speedbench.leaderboard.schema import BundleRejected
 from speedbench.leaderboard.store import LeaderboardStore
-from speedbench.leaderboard.validate import submit_bundle
 
 log = logging.getLogger(__name__)
+_uses: dict[Path, int] = {}  # upload file -> requests using it now
+_answers: "OrderedDict[Path, SubmissionResult]" = OrderedDict()  # the last answers, by upload file
+_lock = threading.Lock()
+_KEPT_ANSWERS = 256
 
 
 @dataclass
@@ -50,26 +63,51 @@ def remove_upload(path: str | Path) -> None:
 
 
 def handle_upload(path: str | None, store: LeaderboardStore, known_builds: KnownBuilds, limits: ArchiveLimits,
-                  mirror=None) -> SubmissionResult:
-    """Validate and store one upload; the uploaded file is removed from Gradio's cache afterwards."""
+                  admission: Admission, sync=None) -> SubmissionResult:
+    """Validate and store one upload; the uploaded file is removed once no request uses it."""
     if not path:
         return SubmissionResult(False, None, "no file uploaded")
+    file = Path(path).resolve()
+    with _lock:
+        _uses[file] = _uses.get(file, 0) + 1
     try:
-        return _handle(Path(path), store, known_builds, limits, mirror)
+        if not file.exists():
+            with _lock:
+                earlier = _answers.get(file)
+            if earlier is not None:  # an identical upload was handled and its file removed
+                return earlier if not earlier.accepted else SubmissionResult(
+                    False, None, f"duplicate submission: an identical upload was accepted at the same time as entry "
+                                 f"{earlier.entry_id} [rule duplicate.measurement]")
+            return SubmissionResult(False, None, "the uploaded file is gone; upload it again")
+        result = _handle(file, store, known_builds, limits, admission)
+        with _lock:
+            _answers[file] = result
+            _answers.move_to_end(file)
+            while len(_answers) > _KEPT_ANSWERS:
+                _answers.popitem(last=False)
+        if result.accepted and sync is not None:
+            sync.wake()  # copy it to the Hub dataset now, in the background
+        return result
+    except Exception:  # a bug must not leak a traceback to the submitter, nor take the Space down
+        log.exception("unexpected error while handling %s", ascii(file.name))
+        return SubmissionResult(False, None, "internal error while validating the bundle; nothing was stored")
     finally:
-        remove_upload(path)
+        with _lock:
+            _uses[file] -= 1
+            last = _uses[file] == 0
+            if last:
+                del _uses[file]
+        if last:
+            remove_upload(file)
 
 
 def _handle(file: Path, store: LeaderboardStore, known_builds: KnownBuilds, limits: ArchiveLimits,
-            mirror) -> SubmissionResult:
+            admission: Admission) -> SubmissionResult:
     try:
-        size = file.stat().st_size
-        if size > limits.max_archive_bytes:
-            raise BundleRejected(f"upload is {size / 2**20:.1f} MiB; the limit is {limits.max_archive_bytes / 2**20:.0f} MiB")
-        entry = submit_bundle(file.read_bytes(), store, known_builds, limits, mirror=mirror)
+        entry = submit(file, store, known_builds, limits, admission)
     except BundleRejected as exc:
         return SubmissionResult(False, None, str(exc))
-    except Exception:  # a bug must not leak a traceback to the submitter, nor take the Space down
+    except Exception:
         log.exception("unexpected error while validating %s", ascii(file.name))
         return SubmissionResult(False, None, "internal error while validating the bundle; nothing was stored")
     return SubmissionResult(True, entry.id, f"accepted as entry {entry.id}")

@@ -4,8 +4,8 @@
 its stored raw bundle (after a change to the metrics core) and fills the measurement digests of
 entries stored before they existed; ``list [--db PATH]`` prints the
 entries (an unreadable stored row is printed as such, never a crash); ``verify ENTRY --run
-RUN_DIR [--run ...] [--baseline RUN_DIR ...]`` compares a maintainer's fresh runs with an entry
-and marks it ``verified`` when they agree (:mod:`.verify`); ``quarantine`` moves unreadable
+RUN_DIR [--run ...] [--baseline RUN_DIR ...] --verifier NAME`` compares a maintainer's independent
+fresh runs with an entry and marks it ``verified`` when they agree (:mod:`.verify`); ``quarantine`` moves unreadable
 rows off the board. The store path defaults to ``SPEEDBENCH_DB``.
 """
 from __future__ import annotations
@@ -38,13 +38,14 @@ def _verify(store: LeaderboardStore, args) -> int:
 
     try:
         ok, checks = verify_entry(store, entry, KnownBuilds.load(), [Path(p) for p in args.run],
-                                  [Path(p) for p in args.baseline])
+                                  [Path(p) for p in args.baseline], verifier=args.verifier)
     except (BundleRejected, FileNotFoundError) as exc:
         print(f"fresh runs rejected: {exc}")
         return 1
     for check in checks:
-        print(f"{'ok  ' if check['ok'] else 'FAIL'} {check['figure']}: stored {check['stored']}, fresh {check['fresh']} "
-              f"(allowed difference {check['allowed_difference']:.4g})")
+        allowed = f" (allowed difference {check['allowed_difference']:.4g})" if "allowed_difference" in check else ""
+        print(f"{'ok  ' if check['ok'] else 'FAIL'} {check['figure']}: stored {check['stored']}, fresh {check['fresh']}"
+              f"{allowed}")
     print(f"{entry.id}: {'verified' if ok else 'not verified (stays self-reported)'}")
     return 0 if ok else 1
 
@@ -56,9 +57,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--db", default=None, help="store path (default: SPEEDBENCH_DB or leaderboard.sqlite3)")
     parser.add_argument("--run", action="append", default=[], help="fresh SD run folder (verify; repeatable)")
     parser.add_argument("--baseline", action="append", default=[], help="fresh baseline run folder (verify)")
+    parser.add_argument("--verifier", default="", help="who verifies (verify; stored with the verification)")
     args = parser.parse_args(argv)
-    if args.action == "verify" and (not args.entry or not args.run):
-        parser.error("verify needs ENTRY and at least one --run RUN_DIR")
+    if args.action == "verify" and (not args.entry or not args.run or not args.verifier):
+        parser.error("verify needs ENTRY, at least one --run RUN_DIR and --verifier NAME")
     store = LeaderboardStore(args.db)
     try:
         if args.action == "verify":

@@ -198,7 +198,7 @@ def per_category_side_by_side(entries: list[Entry]) -> list[dict]:
     return table
 
 
-@lru_cache(maxsize=32)
+@lru_cache(maxsize=4)  # each holds an entry's records (tens of MiB for a large one): a few, not 32
 def _acceptance_records(store_path: str, entry_id: str, archive_sha256: str):
     # cache key includes the archive hash, so a rebuilt store never serves stale records
     from speedbench.leaderboard.recompute import acceptance_runs
@@ -213,17 +213,22 @@ def _acceptance_records(store_path: str, entry_id: str, archive_sha256: str):
     return [rec for run in acceptance_runs(runs) for rec in run.records], metadata.draft_length
 
 
+@lru_cache(maxsize=256)  # a pair's result is a few hundred bytes; its bootstrap costs seconds
+def _pair(store_path: str, ref: tuple[str, str], other: tuple[str, str]) -> dict:
+    ref_records, ref_k = _acceptance_records(store_path, *ref)
+    records, k = _acceptance_records(store_path, *other)
+    return compare_runs(ref_records, records, ref_k, k)
+
+
 def paired_differences(store: LeaderboardStore, entries: list[Entry]) -> list[dict]:
     """Each entry against the first (the reference): AL difference (B - A) on the prompts both
     ran, with its paired bootstrap CI, overall and per category."""
     if len(entries) < 2:
         return []
     ref = entries[0]
-    ref_records, ref_k = _acceptance_records(str(store.path), ref.id, ref.archive_sha256)
     out = []
     for other in entries[1:]:
-        records, k = _acceptance_records(str(store.path), other.id, other.archive_sha256)
-        result = compare_runs(ref_records, records, ref_k, k)
+        result = _pair(str(store.path), (ref.id, ref.archive_sha256), (other.id, other.archive_sha256))
         for category, comparison in result.items():
             diff = comparison["acceptance_length"]
             ci = diff.get("difference_ci") or [None, None]

@@ -1,11 +1,13 @@
 """What was measured, independent of how it was packed: the board's duplicate check.
 
 A bundle's *measurement digest* hashes a canonical form of its runs: each run's dataset config
-and fingerprint, engine and role, and each request-turn's ids (load point, question id, turn),
-token counts (prompt, output, every chunk, the engine's counts) and times relative to that
+and fingerprint, engine and role, and each measured, successful request-turn's ids (question id,
+turn), token counts (prompt, output, every chunk, the engine's counts) and times relative to that
 request's own scheduled time. It does not see file or folder names, member order, JSON
-formatting, line order, a shift of every time, ``results.json`` or ``submission.json``, so a
-renamed, re-packed, re-formatted or time-shifted copy of the same measurement is recognised.
+formatting, line order, a shift of every time, ``results.json`` or ``submission.json``, nor
+warmup or failed requests and load-point labels (``c16`` renamed ``c17`` measures the same
+requests), so a renamed, re-packed, re-formatted, padded, re-labelled or time-shifted copy of the
+same measurement is recognised.
 The *token digest* leaves the times out too: two entries with the same one measured the very
 same token streams (shown as a warning, since a rerun of a deterministic setup may do so).
 """
@@ -19,6 +21,9 @@ import numpy as np
 
 from speedbench.run_folder import RunFolder
 
+# 2: warmup and failed requests and load-point labels left out (version 1 hashed them)
+DIGEST_VERSION = 2
+
 
 def _stats(record) -> list | None:
     s = record.engine_stats
@@ -30,7 +35,7 @@ def _stats(record) -> list | None:
 
 def _record_lines(record) -> tuple[str, str]:
     """(canonical line with times, without times) of one request-turn."""
-    form = [record.run_point, record.question_id, record.turn_index, record.num_turns, record.prompt_tokens,
+    form = [record.question_id, record.turn_index, record.num_turns, record.prompt_tokens,
             record.output_tokens, list(record.chunk_tokens), record.finish_reason, _stats(record)]
     start = record.scheduled_ns
     times = [record.send_ns - start, record.end_ns - start,
@@ -59,10 +64,15 @@ def _digest(head: list, lines: list[str]) -> str:
 def run_digests(run: RunFolder) -> RunDigests:
     pairs = [_record_lines(r) for r in run.records]
     timed, plain = sorted(p[0] for p in pairs), sorted(p[1] for p in pairs)
-    tail = [run.manifest.engine, run.manifest.dataset_config, run.manifest.dataset_config_sha256, run.num_errors,
-            run.num_warmup]
+    tail = [run.manifest.engine, run.manifest.dataset_config, run.manifest.dataset_config_sha256]
     return RunDigests(timed=_digest([run.role, *tail], timed), tokens=_digest([run.role, *tail], plain),
                       roleless=_digest([None, *tail], timed))
+
+
+def record_hashes(run: RunFolder) -> set[bytes]:
+    """A 16-byte hash of each request-turn's timed canonical line: two runs that share one measured
+    the same request at the same nanoseconds, which no independent rerun does (:mod:`.verify`)."""
+    return {hashlib.sha256(_record_lines(r)[0].encode("utf-8")).digest()[:16] for r in run.records}
 
 
 def measurement_digest(digests: list[RunDigests], with_times: bool = True) -> str:

@@ -1,25 +1,58 @@
-"""Optional mirror of the store to a Hugging Face Hub dataset repo (off by default).
+"""The Hub dataset repo that is the board's store of record on a Space.
 
-Enabled by ``SPEEDBENCH_HUB_MIRROR=<owner>/<dataset repo>`` (token from ``HF_TOKEN``). Each
-accepted entry is pushed as ``bundles/<id>.tar.gz`` (the raw bundle, byte for byte; zip
-uploads keep their ``.zip``) and ``entries/<id>.json`` (metadata and recomputed metrics), so a
-fresh Space can rebuild its board from the repo with :meth:`HubMirror.restore`, which replays
-every bundle through the normal validation (nothing is trusted because it came from the mirror).
+Enabled by ``SPEEDBENCH_HUB_MIRROR=<owner>/<dataset repo>`` (token from ``HF_TOKEN``). A Space's
+disk is lost on restart unless persistent storage is bought, so the dataset repo holds the truth:
+
+- ``bundles/<id>.tar.gz`` (or ``.zip``): the raw bundle, byte for byte;
+- ``entries/<id>.json``: the entry document (:func:`entry_document`): dates, metadata, recomputed
+  metrics, digests, trust level and the verification record.
+
+Each accepted entry is written by ONE ``create_commit`` holding both files, so the repo never
+holds half an entry; a verification rewrites the entry document in its own commit. Pushing and
+restoring run in the background (:mod:`.sync`), never inside a request.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import tempfile
+from dataclasses import dataclass, field
 
-from speedbench.leaderboard.schema import BundleRejected
 from speedbench.leaderboard.store import Entry
 
+ENTRY_DOC_VERSION = 2
+ENTRIES, BUNDLES = "entries/", "bundles/"
 
-def _suffix(archive: bytes) -> str:
+
+def bundle_suffix(archive: bytes) -> str:
     return ".zip" if archive[:2] == b"PK" else ".tar.gz"
 
 
+def entry_document(entry: Entry, measurement_sha256: str | None = None) -> dict:
+    """What ``entries/<id>.json`` holds: everything about an entry the bundle itself cannot tell."""
+    return {"doc_version": ENTRY_DOC_VERSION, "id": entry.id, "bundle_sha256": entry.bundle_sha256,
+            "archive_sha256": entry.archive_sha256, "submitted_at": entry.submitted_at,
+            "schema_version": entry.schema_version, "metadata": entry.metadata, "metrics": entry.metrics,
+            "metrics_version": entry.metrics_version, "trust": entry.trust, "verification": entry.verification,
+            "warnings": entry.warnings, "measurement_sha256": measurement_sha256}
+
+
+@dataclass
+class RepoListing:
+    """Which entries the repo holds: their document and bundle paths (either may be missing)."""
+
+    documents: dict[str, str] = field(default_factory=dict)  # entry id -> entries/<id>.json
+    bundles: dict[str, str] = field(default_factory=dict)  # entry id -> bundles/<id>.<ext>
+
+    @property
+    def ids(self) -> set[str]:
+        return set(self.documents) | set(self.bundles)
+
+
 class HubMirror:
+    """Reads and writes the dataset repo through ``huggingface_hub`` (``api``: an ``HfApi``)."""
+
     def __init__(self, repo_id: str, api=None, token: str | None = None):
         if api is None:
             from huggingface_hub import HfApi
@@ -33,40 +66,46 @@ class HubMirror:
         repo = os.environ.get("SPEEDBENCH_HUB_MIRROR", "").strip()
         return cls(repo, token=os.environ.get("HF_TOKEN")) if repo else None
 
-    def push(self, entry: Entry, archive: bytes) -> None:
-        document = {"id": entry.id, "bundle_sha256": entry.bundle_sha256, "archive_sha256": entry.archive_sha256,
-                    "submitted_at": entry.submitted_at, "schema_version": entry.schema_version,
-                    "metadata": entry.metadata, "metrics": entry.metrics, "metrics_version": entry.metrics_version}
-        self.api.upload_file(path_or_fileobj=archive, path_in_repo=f"bundles/{entry.id}{_suffix(archive)}",
-                             repo_id=self.repo_id, repo_type="dataset", commit_message=f"bundle {entry.id}")
-        self.api.upload_file(path_or_fileobj=json.dumps(document, indent=1, sort_keys=True).encode("utf-8"),
-                             path_in_repo=f"entries/{entry.id}.json", repo_id=self.repo_id, repo_type="dataset",
-                             commit_message=f"entry {entry.id}")
+    def ensure_repo(self) -> None:
+        self.api.create_repo(self.repo_id, repo_type="dataset", private=True, exist_ok=True)
 
-    def restore(self, submit) -> tuple[int, list[str]]:
-        """Replay every mirrored bundle through ``submit(archive_bytes, submitted_at)``.
+    def push(self, document: dict, archive: bytes | None) -> None:
+        """One atomic commit: the entry document, and the bundle when given."""
+        from huggingface_hub import CommitOperationAdd
 
-        Returns (entries added, messages for bundles skipped: duplicates or now-invalid ones).
-        """
-        files = self.api.list_repo_files(self.repo_id, repo_type="dataset")
-        dates: dict[str, str] = {}
-        for name in files:
-            if name.startswith("entries/") and name.endswith(".json"):
-                path = self.api.hf_hub_download(self.repo_id, name, repo_type="dataset")
-                with open(path, encoding="utf-8") as handle:
-                    doc = json.load(handle)
-                dates[str(doc.get("id"))] = str(doc.get("submitted_at"))
-        added, skipped = 0, []
-        for name in sorted(files):
-            if not name.startswith("bundles/"):
-                continue
-            entry_id = name.split("/", 1)[1].split(".", 1)[0]
-            path = self.api.hf_hub_download(self.repo_id, name, repo_type="dataset")
-            with open(path, "rb") as handle:
-                archive = handle.read()
-            try:
-                submit(archive, dates.get(entry_id))
-                added += 1
-            except BundleRejected as exc:
-                skipped.append(f"{name}: {exc}")
-        return added, skipped
+        entry_id = document["id"]
+        operations = [CommitOperationAdd(path_in_repo=f"{ENTRIES}{entry_id}.json",
+                                         path_or_fileobj=json.dumps(document, indent=1, sort_keys=True).encode())]
+        if archive is not None:
+            operations.insert(0, CommitOperationAdd(path_in_repo=f"{BUNDLES}{entry_id}{bundle_suffix(archive)}",
+                                                    path_or_fileobj=archive))
+        what = "entry" if archive is not None else f"entry {document.get('trust')}"
+        self.api.create_commit(self.repo_id, operations, repo_type="dataset", commit_message=f"{what} {entry_id}")
+
+    def listing(self) -> RepoListing:
+        found = RepoListing()
+        for name in self.api.list_repo_files(self.repo_id, repo_type="dataset"):
+            base = name.rsplit("/", 1)[-1]
+            entry_id = base.split(".", 1)[0]
+            if name.startswith(ENTRIES) and name.endswith(".json"):
+                found.documents[entry_id] = name
+            elif name.startswith(BUNDLES) and base.endswith((".tar.gz", ".zip")):
+                found.bundles[entry_id] = name
+        return found
+
+    def read(self, path: str) -> bytes:
+        """One file's bytes at the repo's current revision (through a throw-away cache folder: the
+        shared Hub cache would keep a copy of every bundle on the Space's disk)."""
+        with tempfile.TemporaryDirectory(prefix="speedbench-mirror-") as cache:
+            local = self.api.hf_hub_download(self.repo_id, path, repo_type="dataset", cache_dir=cache)
+            with open(local, "rb") as handle:
+                return handle.read()
+
+    def read_entry(self, listing: RepoListing, entry_id: str) -> tuple[dict | None, bytes]:
+        """(entry document or None, bundle bytes) of one entry; a bundle whose hash is not the
+        document's ``archive_sha256`` is a ValueError (a corrupted or replaced file)."""
+        document = json.loads(self.read(listing.documents[entry_id])) if entry_id in listing.documents else None
+        archive = self.read(listing.bundles[entry_id])
+        if document is not None and document.get("archive_sha256") not in (None, hashlib.sha256(archive).hexdigest()):
+            raise ValueError(f"{listing.bundles[entry_id]}: sha256 differs from the entry document's archive_sha256")
+        return document, archive

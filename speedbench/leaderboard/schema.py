@@ -132,7 +132,7 @@ def clean_text(value, field: str, *, required: bool, max_chars: int = MAX_TEXT_C
     if not isinstance(value, str):
         raise BundleRejected(f"{name} must be a string, got {type(value).__name__}", rule="text.type", where=where,
                              field=name)
-    text = value.strip(" ")
+    text = unicodedata.normalize("NFKC", value).strip(" ")  # fullwidth "ＡＢ" is "AB": one name, one spelling
     if required and not text:
         raise BundleRejected(f"{name} is required", rule="text.required", where=where, field=name)
     if len(text) > max_chars:

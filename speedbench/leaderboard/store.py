@@ -3,7 +3,9 @@
 Path: ``SPEEDBENCH_DB`` (default ``leaderboard.sqlite3`` in the working directory). The raw
 archive of every accepted bundle is kept next to its entry, so the board can be rebuilt from
 the records alone when the metrics change (:meth:`LeaderboardStore.rebuild`). An entry is
-written in one transaction with its bundle; a rejected submission never touches the database.
+written in one transaction with its bundle and its row in the *outbox* (the entries whose
+current state has not reached the Hub dataset yet, :mod:`.sync`); a trust change queues the
+entry again. A rejected submission never touches the database.
 """
 from __future__ import annotations
 
@@ -20,13 +22,13 @@ from pathlib import Path
 from speedbench.leaderboard.schema import BundleRejected
 
 DEFAULT_DB = "leaderboard.sqlite3"
-STORE_VERSION = 2
+STORE_VERSION = 3
 TRUST_LEVELS = ("self-reported", "verified")
 # Columns added in store version 2 (ALTER TABLE on an older store): the measurement digest
 # (duplicates), the token digest, trust status, plausibility warnings, the verification record.
 _V2_COLUMNS = (("measurement_sha256", "TEXT"), ("tokens_sha256", "TEXT"),
                ("trust", "TEXT NOT NULL DEFAULT 'self-reported'"), ("warnings_json", "TEXT NOT NULL DEFAULT '[]'"),
-               ("verification_json", "TEXT"))
+               ("verification_json", "TEXT"), ("digest_version", "INTEGER"))
 _ENTRY_COLUMNS = ("id, bundle_sha256, archive_sha256, submitted_at, schema_version, metadata_json, metrics_json, "
                   "metrics_version, trust, warnings_json, verification_json")
 
@@ -46,6 +48,14 @@ CREATE TABLE IF NOT EXISTS bundles (
     archive       BLOB NOT NULL
 );
 CREATE TABLE IF NOT EXISTS store_info (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS outbox (
+    entry_id     TEXT PRIMARY KEY,
+    queued_at    TEXT NOT NULL,
+    attempts     INTEGER NOT NULL DEFAULT 0,
+    next_attempt REAL NOT NULL DEFAULT 0,
+    last_error   TEXT,
+    with_bundle  INTEGER NOT NULL DEFAULT 1
+);
 CREATE TABLE IF NOT EXISTS quarantine (
     id          TEXT PRIMARY KEY,
     reason      TEXT NOT NULL,
@@ -70,6 +80,13 @@ class Entry:
     trust: str = "self-reported"
     warnings: list = field(default_factory=list)
     verification: dict | None = None
+
+
+_STATE_COLUMNS = "trust, verification_json"
+
+
+def _state(row) -> str:
+    return json.dumps([row[0], row[1]])
 
 
 def db_path_from_env() -> Path:
@@ -98,6 +115,7 @@ class LeaderboardStore:
             if name not in present:
                 self._conn.execute(f"ALTER TABLE submissions ADD COLUMN {name} {kind}")
         self._conn.execute("CREATE UNIQUE INDEX IF NOT EXISTS submissions_measurement ON submissions(measurement_sha256)")
+        self._conn.execute("CREATE INDEX IF NOT EXISTS submissions_archive ON submissions(archive_sha256)")
         self._conn.execute("INSERT OR REPLACE INTO store_info VALUES ('store_version', ?)", (str(STORE_VERSION),))
 
     def close(self) -> None:
@@ -125,6 +143,12 @@ class LeaderboardStore:
             row = self._conn.execute("SELECT id FROM submissions WHERE bundle_sha256 = ?", (bundle_sha256,)).fetchone()
         return row[0] if row else None
 
+    def has_archive(self, archive_sha256: str) -> str | None:
+        """The id of the entry uploaded as exactly these bytes, if any."""
+        with self._lock:
+            row = self._conn.execute("SELECT id FROM submissions WHERE archive_sha256 = ?", (archive_sha256,)).fetchone()
+        return row[0] if row else None
+
     def has_measurement(self, measurement_sha256: str) -> str | None:
         """The id of the entry with this measurement digest (:mod:`.canonical`), if any."""
         with self._lock:
@@ -140,25 +164,35 @@ class LeaderboardStore:
     def add(self, *, bundle_sha256: str, archive_sha256: str, archive: bytes, schema_version: int,
             metadata: dict, metrics: dict, metrics_version: str, submitted_at: str | None = None,
             measurement_sha256: str | None = None, tokens_sha256: str | None = None,
-            warnings: list | None = None) -> Entry:
-        """Insert one entry and its raw bundle atomically; a duplicate measurement is a rejection."""
+            warnings: list | None = None, entry_id: str | None = None, trust: str = "self-reported",
+            verification: dict | None = None, digest_version: int | None = None, enqueue: bool = True) -> Entry:
+        """Insert one entry, its raw bundle and (``enqueue``) its outbox row atomically; a duplicate
+        measurement is a rejection. ``entry_id``/``trust``/``verification``: an entry restored from
+        the Hub dataset keeps its own (and is not queued: it is there already)."""
         measurement_sha256 = measurement_sha256 or bundle_sha256
+        if trust not in TRUST_LEVELS:
+            raise ValueError(f"trust must be one of {TRUST_LEVELS}")
         entry = Entry(
-            id=entry_id_for(measurement_sha256), bundle_sha256=bundle_sha256, archive_sha256=archive_sha256,
+            id=entry_id or entry_id_for(measurement_sha256), bundle_sha256=bundle_sha256,
+            archive_sha256=archive_sha256,
             submitted_at=submitted_at or datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             schema_version=schema_version, metadata=metadata, metrics=metrics, metrics_version=metrics_version,
-            warnings=list(warnings or []))
+            warnings=list(warnings or []), trust=trust, verification=verification)
         try:
             with self._transaction() as conn:
                 conn.execute(
                     "INSERT INTO submissions (id, bundle_sha256, archive_sha256, submitted_at, schema_version, "
                     "metadata_json, metrics_json, metrics_version, measurement_sha256, tokens_sha256, trust, "
-                    "warnings_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "warnings_json, verification_json, digest_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (entry.id, bundle_sha256, archive_sha256, entry.submitted_at, schema_version,
                      json.dumps(metadata, sort_keys=True, allow_nan=False),
                      json.dumps(metrics, sort_keys=True, allow_nan=False), metrics_version, measurement_sha256,
-                     tokens_sha256, entry.trust, json.dumps(entry.warnings, sort_keys=True, allow_nan=False)))
+                     tokens_sha256, entry.trust, json.dumps(entry.warnings, sort_keys=True, allow_nan=False),
+                     json.dumps(verification, sort_keys=True, allow_nan=False) if verification else None,
+                     digest_version))
                 conn.execute("INSERT INTO bundles VALUES (?, ?)", (entry.id, sqlite3.Binary(archive)))
+                if enqueue:
+                    self._enqueue(conn, entry.id, with_bundle=True)
         except sqlite3.IntegrityError:
             existing = self.has_measurement(measurement_sha256) or self.has_bundle(bundle_sha256)
             raise BundleRejected(
@@ -222,32 +256,93 @@ class LeaderboardStore:
                 moved.append((ascii(row[0]), reason))
         return moved
 
-    def missing_digests(self) -> list[str]:
-        """Ids of entries stored before measurement digests existed (store version 1)."""
+    def missing_digests(self, version: int) -> list[str]:
+        """Ids of entries whose digests are missing or of an older digest version than ``version``."""
         with self._lock:
-            return [r[0] for r in self._conn.execute("SELECT id FROM submissions WHERE measurement_sha256 IS NULL")]
+            return [r[0] for r in self._conn.execute(
+                "SELECT id FROM submissions WHERE measurement_sha256 IS NULL OR digest_version IS NULL "
+                "OR digest_version < ?", (version,))]
 
-    def set_digests(self, entry_id: str, measurement_sha256: str, tokens_sha256: str) -> str | None:
+    def set_digests(self, entry_id: str, measurement_sha256: str, tokens_sha256: str,
+                    version: int | None = None) -> str | None:
         """Record an older entry's digests; returns the id of an entry already holding the measurement."""
         twin = self.has_measurement(measurement_sha256)
         if twin and twin != entry_id:
             return twin
         with self._transaction() as conn:
-            conn.execute("UPDATE submissions SET measurement_sha256 = ?, tokens_sha256 = ? WHERE id = ?",
-                         (measurement_sha256, tokens_sha256, entry_id))
+            conn.execute("UPDATE submissions SET measurement_sha256 = ?, tokens_sha256 = ?, digest_version = ? "
+                         "WHERE id = ?", (measurement_sha256, tokens_sha256, version, entry_id))
         return None
 
     def set_trust(self, entry_id: str, trust: str, verification: dict) -> None:
+        """Change an entry's trust level (with the verification record) and queue it for the Hub."""
         if trust not in TRUST_LEVELS:
             raise ValueError(f"trust must be one of {TRUST_LEVELS}")
         with self._transaction() as conn:
             conn.execute("UPDATE submissions SET trust = ?, verification_json = ? WHERE id = ?",
                          (trust, json.dumps(verification, sort_keys=True, allow_nan=False), entry_id))
+            self._enqueue(conn, entry_id, with_bundle=False)
+
+    # ---- the outbox: entries whose current state has not reached the Hub dataset yet -------
+    @staticmethod
+    def _enqueue(conn: sqlite3.Connection, entry_id: str, with_bundle: bool) -> None:
+        """Queue an entry (with its bundle when it has never been pushed); a queued one stays as queued."""
+        now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        conn.execute("INSERT INTO outbox (entry_id, queued_at, with_bundle) VALUES (?, ?, ?) "
+                     "ON CONFLICT(entry_id) DO UPDATE SET next_attempt = 0", (entry_id, now, int(with_bundle)))
+
+    def outbox(self, due_before: float | None = None) -> list[tuple[str, int, str | None, bool]]:
+        """(entry id, attempts so far, last error, with bundle) of queued entries (due by ``due_before``),
+        oldest first."""
+        where, args = ("WHERE next_attempt <= ?", (due_before,)) if due_before is not None else ("", ())
+        with self._lock:
+            rows = self._conn.execute(f"SELECT entry_id, attempts, last_error, with_bundle FROM outbox {where} "
+                                      "ORDER BY queued_at, entry_id", args).fetchall()
+        return [(r[0], r[1], r[2], bool(r[3])) for r in rows]
+
+    def next_outbox_attempt(self) -> float | None:
+        with self._lock:
+            row = self._conn.execute("SELECT MIN(next_attempt) FROM outbox").fetchone()
+        return row[0]
+
+    def outbox_done(self, entry_id: str, state: str) -> None:
+        """The entry reached the Hub as it was when ``state`` was read (:meth:`state_token`); a change
+        since (a verification) keeps it queued, without its bundle (which is there now)."""
+        with self._transaction() as conn:
+            row = conn.execute(f"SELECT {_STATE_COLUMNS} FROM submissions WHERE id = ?", (entry_id,)).fetchone()
+            if row is None or _state(row) == state:
+                conn.execute("DELETE FROM outbox WHERE entry_id = ?", (entry_id,))
+            else:
+                conn.execute("UPDATE outbox SET with_bundle = 0, next_attempt = 0 WHERE entry_id = ?", (entry_id,))
+
+    def outbox_failed(self, entry_id: str, error: str, next_attempt: float) -> None:
+        with self._transaction() as conn:
+            conn.execute("UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt = ? "
+                         "WHERE entry_id = ?", (error[:500], next_attempt, entry_id))
+
+    def state_token(self, entry_id: str) -> str:
+        """What the Hub copy must match: the entry's trust and verification as stored now."""
+        with self._lock:
+            row = self._conn.execute(f"SELECT {_STATE_COLUMNS} FROM submissions WHERE id = ?", (entry_id,)).fetchone()
+        return _state(row) if row else ""
+
+    def ids(self) -> set[str]:
+        """Every entry id, stored or quarantined (restore never brings a quarantined one back)."""
+        with self._lock:
+            stored = {r[0] for r in self._conn.execute("SELECT id FROM submissions")}
+            return stored | {r[0] for r in self._conn.execute("SELECT id FROM quarantine")}
 
     def archive(self, entry_id: str) -> bytes | None:
         with self._lock:
             row = self._conn.execute("SELECT archive FROM bundles WHERE submission_id = ?", (entry_id,)).fetchone()
         return bytes(row[0]) if row else None
+
+    def known_names(self) -> set[str]:
+        """Every model and drafter name on the board (the ids a look-alike name is compared with)."""
+        with self._lock:
+            rows = self._conn.execute("SELECT json_extract(metadata_json, '$.model'), "
+                                      "json_extract(metadata_json, '$.drafter') FROM submissions").fetchall()
+        return {name for row in rows for name in row if isinstance(name, str)}
 
     def count(self) -> int:
         with self._lock:

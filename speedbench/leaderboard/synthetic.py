@@ -96,6 +96,11 @@ def _simulate_steps(rng: np.random.Generator, engine: SimulatedEngine, category:
     return chunks
 
 
+# the statistics source each engine's adapter writes (speedbench.client.engines)
+STATS_SOURCE = {"vllm": "vllm.metrics", "sglang": "sglang.meta_info", "trtllm": "trtllm.perf_metrics",
+                "llamacpp": "llamacpp.timings"}
+
+
 def _engine_stats(engine: SimulatedEngine, chunks: list[int]) -> EngineSpecStats | None:
     """What a vLLM-like engine reports: every verify step after the prefill token, the cut last one too."""
     if not (engine.speculative and engine.report_engine_stats):
@@ -104,13 +109,14 @@ def _engine_stats(engine: SimulatedEngine, chunks: list[int]) -> EngineSpecStats
     histogram = [0] * (engine.draft_length + 1)
     for size in steps:
         histogram[size - 1] += 1
-    return EngineSpecStats(source="vllm.metrics", verify_steps=len(steps), accepted_tokens=sum(s - 1 for s in steps),
+    return EngineSpecStats(source=STATS_SOURCE.get(engine.engine, f"{engine.engine}.metrics"), verify_steps=len(steps), accepted_tokens=sum(s - 1 for s in steps),
                            draft_tokens=engine.draft_length * len(steps), acceptance_histogram=histogram,
                            draft_length=engine.draft_length)
 
 
 def make_run(run_dir: Path, dataset_dir: Path, config: str, engine: SimulatedEngine, *,
-             concurrencies=(1,), output_tokens: int = 64, seed: int = 0, limit: int | None = None) -> Path:
+             concurrencies=(1,), output_tokens: int = 64, seed: int = 0, limit: int | None = None,
+             started_unix_s: float = 1.7e9) -> Path:
     """Write ``records.jsonl``, ``manifest.json`` and ``results.json`` of a simulated run."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -128,13 +134,15 @@ def make_run(run_dir: Path, dataset_dir: Path, config: str, engine: SimulatedEng
             for question_id, category in rows[wave: wave + concurrency]:
                 chunks = _simulate_steps(rng, engine, category, output_tokens)
                 first = clock + int(engine.ttft_s * 1e9)
-                times = [first + i * step_ns for i in range(len(chunks))]
+                # each step's time jitters (a real server's never repeat to the nanosecond)
+                steps = rng.integers(step_ns - step_ns // 50, step_ns + step_ns // 50 + 1, size=len(chunks))
+                times = (first + np.concatenate(([0], np.cumsum(steps[1:])))).tolist()
                 records.append(TurnRecord(
                     record_key=f"{point}/{question_id}/0", run_point=point, load_shape="closed",
                     requested_concurrency=concurrency, request_rate=None, question_id=question_id,
                     category=category, sub_category="synthetic", turn_index=0, num_turns=1, warmup=False,
                     worker=0, prompt_tokens=prompt_tokens, prompt_sha256=hashlib.sha256(question_id.encode()).hexdigest(),
-                    scheduled_ns=clock, send_ns=clock + 1000, end_ns=times[-1] + 1000, started_unix_s=1.7e9,
+                    scheduled_ns=clock, send_ns=clock + 1000, end_ns=times[-1] + 1000, started_unix_s=started_unix_s,
                     chunk_ns=times, chunk_tokens=chunks, chunks_are_steps=True, output_tokens=sum(chunks),
                     finish_reason="length", engine_stats=_engine_stats(engine, chunks)))
                 wave_end = max(wave_end, times[-1] + 1000)
@@ -151,7 +159,7 @@ def make_run(run_dir: Path, dataset_dir: Path, config: str, engine: SimulatedEng
         options={"concurrency": list(concurrencies), "synthetic": True,
                  "sampling": {"max_tokens": output_tokens, "temperature": 0.0, "ignore_eos": True, "seed": seed},
                  "draft_length": engine.draft_length if engine.speculative else 0},
-        client_version="synthetic", python_version="3.11", created_unix_s=1.7e9)
+        client_version="synthetic", python_version="3.11", created_unix_s=started_unix_s)
     (run_dir / MANIFEST_NAME).write_text(json.dumps(manifest.to_dict(), indent=1, sort_keys=True) + "\n",
                                            encoding="utf-8")
     (run_dir / RESULTS_NAME).write_text(json.dumps({"note": "client summary (not trusted by the board)"}) + "\n",

@@ -6,15 +6,18 @@ Order of checks (the first failure is the message the submitter sees; each names
 2. ``submission.json``: schema version, metadata, plain text, listed runs (:mod:`.schema`);
 3. no member outside the listed runs, nothing but the run files in a run; each run's manifest
    and records, line by line, held to the record rules of :mod:`speedbench.consistency`
-   (:mod:`.runs`);
-4. each run's engine agrees with the metadata; its dataset build is known, every record is a
-   row of the declared config, the run covers the config, prompt lengths fit its ISL bucket,
-   acceptance is not uniformly perfect, a baseline is not an SD run (:mod:`.known_builds`);
-5. the same measurement already on the board (:mod:`.canonical`, not the bytes);
+   (:mod:`.runs`), each (load point, question, turn) answered once as the records stream in;
+4. each run's engine agrees with the metadata and with the engine its records' statistics name;
+   its dataset build is known, every record is a row of the declared config, the run covers the
+   config, prompt lengths are what one real tokenizer gives for its ISL bucket (:mod:`.isl`),
+   acceptance is not uniformly perfect, no run twice, a baseline is not an SD run;
+5. model and drafter names that only look like known ids (:mod:`.names`); the same measurement
+   already on the board (:mod:`.canonical`, not the bytes);
 6. every metric recomputed from the raw records (:mod:`.recompute`); no speedup above K + 1;
    at temperature 0, SD outputs compared with the baseline's token by token (:mod:`.lossless`, a flag);
 7. one transaction writes the entry, its plausibility warnings (:mod:`.plausibility`) and its
-   raw archive (:mod:`.store`), then the optional mirror.
+   raw archive (:mod:`.store`) and its outbox row (the Hub dataset copy, pushed in the background by
+   :mod:`.sync`).
 
 Everything before step 7 is read-only, so a rejection leaves the store exactly as it was.
 """
@@ -23,9 +26,12 @@ from __future__ import annotations
 import hashlib
 import logging
 from dataclasses import dataclass
+from datetime import datetime, timezone
 
-from speedbench.consistency import check_acceptance_plausible, check_client_lag, check_coverage, check_prompt_lengths
+from speedbench.consistency import check_acceptance_plausible, check_client_lag, check_coverage
 from speedbench.leaderboard import canonical, plausibility
+from speedbench.leaderboard.isl import check_isl
+from speedbench.leaderboard.names import KNOWN_IDS, check_name
 from speedbench.leaderboard.archive import ArchiveLimits, check_member_name, content_hash, loads_strict, read_archive
 from speedbench.leaderboard.known_builds import KnownBuilds
 from speedbench.leaderboard.lossless import bundle_losslessness, losslessness_warnings
@@ -43,8 +49,8 @@ from speedbench.leaderboard.schema import (
 from speedbench.leaderboard.store import Entry, LeaderboardStore
 from speedbench.metrics.results import to_jsonable
 from speedbench.metrics.validation import MetricInputError
+from speedbench.records import TurnRecord
 from speedbench.run_folder import RunFolder
-from speedbench.schema import THROUGHPUT_BUCKETS
 
 log = logging.getLogger(__name__)
 # Bundles already in the store passed the upload limits once; re-reading them is not capped.
@@ -86,8 +92,27 @@ def _read(data: bytes, limits: ArchiveLimits | None, caps: RunCaps):
     if extra:
         raise BundleRejected(f"bundle member {shown(extra[0])} is not part of any run listed in {SUBMISSION_FILE}",
                              rule="archive.unexpected_member")
-    read = [read_run(ref.path, ref.role, files, metadata.draft_length, limits=limits, caps=caps) for ref in refs]
+    read = [read_run(ref.path, ref.role, files, metadata.draft_length, limits=limits, caps=caps,
+                     on_record=_one_answer_per_request()) for ref in refs]
     return metadata, read, files
+
+
+def _one_answer_per_request():
+    """``record.duplicate_request``, checked as each record streams in (before the next is read):
+    a run answers each (load point, question, turn) once, so an upload of one prompt repeated
+    48,000 times stops at its second record instead of after every record is parsed."""
+    seen: set[tuple[str, str, int]] = set()
+
+    def check(record: TurnRecord, where: str) -> None:
+        if record.warmup:
+            return
+        key = (record.run_point, record.question_id, record.turn_index)
+        if key in seen:
+            raise BundleRejected(f"load point {shown(key[0])} answers question {shown(key[1])} turn {key[2]} twice",
+                                 rule="record.duplicate_request", where=where, field="question_id")
+        seen.add(key)
+
+    return check
 
 
 def _check_run(data: RunFolder, metadata: SubmissionMetadata, known_builds: KnownBuilds) -> None:
@@ -98,8 +123,8 @@ def _check_run(data: RunFolder, metadata: SubmissionMetadata, known_builds: Know
     build = known_builds.check_run(data.path, data.manifest.dataset_config_sha256, data.dataset_config,
                                    ((r.question_id, r.category) for r in data.records))
     expected = len(build.configs[data.dataset_config].questions)
+    _check_engine_source(data, metadata.engine)
     checks = [check_coverage(data.measured, expected),
-              check_prompt_lengths(data.records, THROUGHPUT_BUCKETS.get(data.isl_bucket or "")),
               check_acceptance_plausible(data.records, metadata.draft_length) if data.role == "sd" else [],
               check_client_lag(data.records)]
     for violations in checks:
@@ -109,19 +134,42 @@ def _check_run(data: RunFolder, metadata: SubmissionMetadata, known_builds: Know
                                  where=f"{data.path}/records.jsonl", field=first.field)
 
 
+def _check_engine_source(run: RunFolder, engine: str) -> None:
+    """``claim.engine_source``: the engine's own statistics name the engine that reported them
+    (``vllm.metrics``, ``sglang.meta_info``, ``trtllm.perf_metrics``, ``llamacpp.timings``); a run
+    whose records carry another engine's statistics was not measured on the claimed one."""
+    for record in run.records:
+        source = record.engine_stats.source if record.engine_stats is not None else ""
+        if source and source.split(".", 1)[0] != engine:
+            raise BundleRejected(f"{shown(record.record_key)}: its engine statistics come from {shown(source)}, "
+                                 f"not from {engine!r} as claimed", rule="claim.engine_source",
+                                 where=f"{run.path}/records.jsonl", field="engine_stats.source")
+
+
+def _check_distinct_runs(runs: list[RunFolder], digests: list) -> None:
+    """The same records twice in one bundle: as baseline and SD run, or as two runs of one role."""
+    seen: dict[str, RunFolder] = {}
+    for run, digest in zip(runs, digests):
+        twin = seen.get(digest.roleless)
+        if twin is not None:
+            if {twin.role, run.role} == {"sd", "baseline"}:
+                sd, base = (twin, run) if twin.role == "sd" else (run, twin)
+                raise BundleRejected(f"the baseline run holds the same records as the SD run {shown(sd.path)}",
+                                     rule="baseline.same_as_sd", where=f"{base.path}/records.jsonl")
+            raise BundleRejected(f"the same records as the run {shown(twin.path)}", rule="bundle.same_run_twice",
+                                 where=f"{run.path}/records.jsonl")
+        seen[digest.roleless] = run
+
+
 def parse_bundle(data: bytes, known_builds: KnownBuilds, limits: ArchiveLimits | None = None,
                  caps: RunCaps = DEFAULT_CAPS) -> ValidatedBundle:
     """Steps 1-4: a fully checked bundle (no metrics yet), or :class:`BundleRejected`."""
     metadata, runs, files = _read(data, limits, caps)
     for run in runs:
         _check_run(run, metadata, known_builds)
+    check_isl(runs)
     digests = [canonical.run_digests(r) for r in runs]
-    sd_forms = {d.roleless: r.path for r, d in zip(runs, digests) if r.role == "sd"}
-    for run, digest in zip(runs, digests):
-        twin = sd_forms.get(digest.roleless) if run.role == "baseline" else None
-        if twin:
-            raise BundleRejected(f"the baseline run holds the same records as the SD run {shown(twin)}",
-                                 rule="baseline.same_as_sd", where=f"{run.path}/records.jsonl")
+    _check_distinct_runs(runs, digests)
     # files={}: the members' buffer (up to the unpacked cap) is freed before the metrics run
     return ValidatedBundle(metadata=metadata, runs=runs, files={},
                            bundle_sha256=content_hash(files, exclude=(SUBMISSION_FILE,)),
@@ -161,27 +209,68 @@ def entry_warnings(bundle: ValidatedBundle, metrics: dict, store: LeaderboardSto
     return warnings
 
 
-def submit_bundle(data: bytes, store: LeaderboardStore, known_builds: KnownBuilds,
-                  limits: ArchiveLimits | None = None, mirror=None, submitted_at: str | None = None) -> Entry:
-    """Validate, recompute and store one uploaded bundle; returns the new entry."""
-    bundle = parse_bundle(data, known_builds, limits)
-    existing = store.has_measurement(bundle.measurement_sha256)
+def check_names(metadata: SubmissionMetadata, store: LeaderboardStore | None) -> None:
+    """Model and drafter names against the known ids and the names already on the board (:mod:`.names`)."""
+    known = set(KNOWN_IDS) | (store.known_names() if store is not None else set())
+    check_name(metadata.model, "model", known)
+    check_name(metadata.drafter, "drafter", known)
+
+
+def duplicate_of(store: LeaderboardStore, measurement_sha256: str) -> None:
+    existing = store.has_measurement(measurement_sha256)
     if existing:
         raise BundleRejected(
-            f"duplicate submission: this measurement (digest {bundle.measurement_sha256[:16]}...) is already on the "
+            f"duplicate submission: this measurement (digest {measurement_sha256[:16]}...) is already on the "
             f"board as entry {existing}", rule="duplicate.measurement")
+
+
+def store_entry(bundle: ValidatedBundle, data: bytes, metrics: dict, store: LeaderboardStore,
+                submitted_at: str | None = None) -> Entry:
+    """Step 7: the entry, its warnings, raw archive and outbox row in one transaction."""
+    return store.add(bundle_sha256=bundle.bundle_sha256, archive_sha256=bundle.archive_sha256, archive=data,
+                     schema_version=bundle.schema_version, metadata=bundle.metadata.to_dict(), metrics=metrics,
+                     metrics_version=METRICS_VERSION, submitted_at=submitted_at,
+                     measurement_sha256=bundle.measurement_sha256, tokens_sha256=bundle.tokens_sha256,
+                     warnings=entry_warnings(bundle, metrics, store), digest_version=canonical.DIGEST_VERSION)
+
+
+def submit_bundle(data: bytes, store: LeaderboardStore, known_builds: KnownBuilds,
+                  limits: ArchiveLimits | None = None, submitted_at: str | None = None) -> Entry:
+    """Validate, recompute and store one uploaded bundle; returns the new entry (queued in the
+    store's outbox for the Hub dataset in the same transaction, :mod:`.sync`). The Space runs the
+    same steps under its admission control (:func:`speedbench.leaderboard.admission.submit`)."""
+    bundle = parse_bundle(data, known_builds, limits)
+    check_names(bundle.metadata, store)
+    duplicate_of(store, bundle.measurement_sha256)
     metrics = compute_entry_metrics(bundle)
-    entry = store.add(bundle_sha256=bundle.bundle_sha256, archive_sha256=bundle.archive_sha256, archive=data,
-                      schema_version=bundle.schema_version, metadata=bundle.metadata.to_dict(), metrics=metrics,
-                      metrics_version=METRICS_VERSION, submitted_at=submitted_at,
-                      measurement_sha256=bundle.measurement_sha256, tokens_sha256=bundle.tokens_sha256,
-                      warnings=entry_warnings(bundle, metrics, store))
-    if mirror is not None:
-        try:
-            mirror.push(entry, data)
-        except Exception as exc:  # the local store is the source of truth; the mirror catches up later
-            log.warning("mirror push of %s failed: %s", entry.id, exc)
-    return entry
+    return store_entry(bundle, data, metrics, store, submitted_at)
+
+
+def restore_bundle(entry_id: str, document: dict | None, data: bytes, store: LeaderboardStore, known_builds: KnownBuilds) -> Entry:
+    """An entry from the Hub dataset (:mod:`.sync`), re-validated: the bundle passes the same checks
+    as an upload (nothing is trusted because it came from the repo) and its metrics are recomputed;
+    the document gives what the bundle cannot: the id, the date, trust level and verification.
+    A bundle without a document (pushed by a version that wrote them in two commits) is dated by
+    its earliest measured request and says so in a warning."""
+    bundle = parse_bundle(data, known_builds, STORED_LIMITS)
+    metrics = compute_entry_metrics(bundle)
+    warnings = entry_warnings(bundle, metrics, store)
+    doc = document or {}
+    submitted_at = doc.get("submitted_at")
+    if not isinstance(submitted_at, str):
+        first = min(r.started_unix_s for run in bundle.runs for r in run.records)
+        submitted_at = datetime.fromtimestamp(first, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        warnings.append({"code": "restored.no_entry_document",
+                         "message": "restored from a bundle without its entry document: dated by its first request"})
+    trust = doc.get("trust") if doc.get("trust") in ("self-reported", "verified") else "self-reported"
+    verification = doc.get("verification") if isinstance(doc.get("verification"), dict) else None
+    return store.add(bundle_sha256=bundle.bundle_sha256, archive_sha256=bundle.archive_sha256, archive=data,
+                     schema_version=bundle.schema_version, metadata=bundle.metadata.to_dict(), metrics=metrics,
+                     metrics_version=METRICS_VERSION, submitted_at=submitted_at,
+                     measurement_sha256=bundle.measurement_sha256, tokens_sha256=bundle.tokens_sha256,
+                     warnings=warnings, entry_id=entry_id,
+                     trust=trust if verification or trust == "self-reported" else "self-reported",
+                     verification=verification, digest_version=canonical.DIGEST_VERSION, enqueue=False)
 
 
 def recompute_from_archive(data: bytes, known_builds: KnownBuilds) -> tuple[dict, str]:
@@ -194,13 +283,13 @@ def backfill_digests(store: LeaderboardStore, known_builds: KnownBuilds) -> list
     one is recognised; returns a line per entry that could not be filled (a twin, or a bundle the
     checks of today refuse)."""
     problems = []
-    for entry_id in store.missing_digests():
+    for entry_id in store.missing_digests(canonical.DIGEST_VERSION):
         try:
             bundle = parse_bundle(store.archive(entry_id), known_builds, STORED_LIMITS)
         except BundleRejected as exc:
             problems.append(f"{entry_id}: not filled, its bundle no longer passes: {exc}")
             continue
-        twin = store.set_digests(entry_id, bundle.measurement_sha256, bundle.tokens_sha256)
+        twin = store.set_digests(entry_id, bundle.measurement_sha256, bundle.tokens_sha256, canonical.DIGEST_VERSION)
         if twin:
             problems.append(f"{entry_id}: the same measurement as entry {twin}")
     return problems

@@ -1,27 +1,37 @@
-"""A maintainer's reproduction of an entry: fresh runs compared with the stored ones.
+"""A maintainer's reproduction of an entry: an independent rerun compared figure by figure.
 
-``python -m speedbench.leaderboard verify ENTRY --run RUN_DIR [--run ...] [--baseline RUN_DIR]``
-packs the fresh run folders with the entry's own metadata, puts them through the same
-validation and recomputation as an upload, and compares the figures with the stored entry.
-Within tolerance the entry is marked ``verified`` (with the comparison stored beside it);
-otherwise it stays ``self-reported``. Tolerances (:class:`Tolerances`):
+``python -m speedbench.leaderboard verify ENTRY --run RUN_DIR [--run ...] [--baseline RUN_DIR]
+--verifier NAME`` packs the fresh run folders with the entry's own metadata, puts them through the
+same validation and recomputation as an upload, and marks the entry ``verified`` only when:
 
-- AL (step-weighted, overall): within ``max(al_abs, al_rel x stored AL)`` = max(0.1, 5%);
-- output tokens/s at each SD load point both have (same dataset config and concurrency): within 20%;
-- measured speedup at each load point both have: within 20%.
+1. **the runs are independent** (:func:`independence`): not a measurement already on the board
+   (same measurement digest as any entry), no request-turn measured at the same nanoseconds as
+   one of the entry's own (a copy, or the submitter's folder, shares them all), made after the
+   entry was submitted (every manifest's ``created_unix_s`` and every request's
+   ``started_unix_s``), on the engine and, where the manifests name it, the model the entry claims;
+2. **every stored figure is reproduced** (:func:`compare_metrics`): a figure the fresh runs did not
+   measure fails, it is never skipped. Tolerances (:class:`Tolerances`):
 
-The AL must be comparable (the fresh runs hold SD records); the others only where both have them.
+   - AL overall and per category: within ``max(al_abs, al_rel x stored, stored CI half-width +
+     fresh CI half-width)``: max(0.1, 5%, the two 95% bootstrap intervals' half-widths);
+   - output tokens/s at each SD load point (dataset config and concurrency): within 20%;
+   - measured speedup at each load point: within 20%.
+
+The verification record stored with the entry (and copied to the Hub dataset) says who verified,
+when, with which runs (their measurement digest and manifests) and every check with its numbers.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import unicodedata
+from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from speedbench.leaderboard import canonical
 from speedbench.leaderboard.known_builds import KnownBuilds
 from speedbench.leaderboard.pack import pack_bundle
 from speedbench.leaderboard.store import Entry, LeaderboardStore
-from speedbench.leaderboard.validate import compute_entry_metrics, parse_bundle
+from speedbench.leaderboard.validate import STORED_LIMITS, ValidatedBundle, compute_entry_metrics, parse_bundle
 
 
 @dataclass(frozen=True)
@@ -37,35 +47,96 @@ def _check(name: str, stored, fresh, allowed: float) -> dict:
     return {"figure": name, "stored": stored, "fresh": fresh, "allowed_difference": allowed, "ok": bool(ok)}
 
 
+def _half_width(figures: dict) -> float:
+    ci = figures.get("acceptance_length_ci") or [None, None]
+    return (ci[1] - ci[0]) / 2 if None not in ci[:2] else 0.0
+
+
+def _al_check(name: str, stored: dict, fresh: dict | None, tol: Tolerances) -> dict:
+    s_al = stored.get("acceptance_length")
+    f_al = (fresh or {}).get("acceptance_length")
+    allowed = max(tol.al_abs, tol.al_rel * (s_al or 0), _half_width(stored) + _half_width(fresh or {}))
+    return _check(name, s_al, f_al, allowed)
+
+
 def compare_metrics(stored: dict, fresh: dict, tol: Tolerances = Tolerances()) -> list[dict]:
-    """One check per comparable figure (see the module docstring)."""
-    s_al = (stored.get("acceptance") or {}).get("acceptance_length")
-    f_al = (fresh.get("acceptance") or {}).get("acceptance_length")
-    checks = [_check("acceptance_length", s_al, f_al, max(tol.al_abs, tol.al_rel * (s_al or 0)))]
+    """One check per stored figure (module docstring); a figure the fresh runs lack fails."""
+    s_acc, f_acc = stored.get("acceptance") or {}, fresh.get("acceptance") or {}
+    checks = [_al_check("acceptance_length", s_acc, f_acc, tol)]
+    f_cats = f_acc.get("per_category") or {}
+    for category, figures in sorted((s_acc.get("per_category") or {}).items()):
+        checks.append(_al_check(f"acceptance_length {category}", figures, f_cats.get(category), tol))
 
     def points(metrics):
         return {(p["dataset_config"], p["concurrency"]): p for p in metrics.get("points", []) if p.get("role") == "sd"}
 
-    s_points, f_points = points(stored), points(fresh)
-    for key in sorted(set(s_points) & set(f_points), key=str):
-        s_tps, f_tps = s_points[key]["output_tps"], f_points[key]["output_tps"]
+    f_points = points(fresh)
+    for key, point in sorted(points(stored).items(), key=str):
+        s_tps, f_tps = point["output_tps"], (f_points.get(key) or {}).get("output_tps")
         checks.append(_check(f"output_tps {key[0]} c={key[1]}", s_tps, f_tps, tol.tps_rel * (s_tps or 0)))
-    s_speed = {(s["dataset_config"], s["concurrency"]): s["speedup_measured"] for s in stored.get("speedup", [])}
     f_speed = {(s["dataset_config"], s["concurrency"]): s["speedup_measured"] for s in fresh.get("speedup", [])}
-    for key in sorted(set(s_speed) & set(f_speed), key=str):
-        checks.append(_check(f"speedup {key[0]} c={key[1]}", s_speed[key], f_speed[key],
-                             tol.speedup_rel * (s_speed[key] or 0)))
+    for s in sorted(stored.get("speedup", []), key=lambda s: (s["dataset_config"], s["concurrency"] or 0)):
+        key = (s["dataset_config"], s["concurrency"])
+        checks.append(_check(f"speedup {key[0]} c={key[1]}", s["speedup_measured"], f_speed.get(key),
+                             tol.speedup_rel * (s["speedup_measured"] or 0)))
     return checks
 
 
+def _name(text) -> str:
+    return unicodedata.normalize("NFKC", str(text)).casefold()
+
+
+def _unix(stamp: str) -> float:
+    return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp()
+
+
+def independence(store: LeaderboardStore, entry: Entry, fresh: ValidatedBundle, known_builds: KnownBuilds) -> list[dict]:
+    """The checks that the fresh runs are a new measurement of the entry's setup (module docstring)."""
+    checks = []
+    twin = store.has_measurement(fresh.measurement_sha256)
+    checks.append({"figure": "independent: not a measurement on the board", "stored": twin,
+                   "fresh": fresh.measurement_sha256[:16], "ok": twin is None})
+    stored = parse_bundle(store.archive(entry.id), known_builds, STORED_LIMITS)
+    mine = set().union(*(canonical.record_hashes(r) for r in stored.runs))
+    shared = sum(len(canonical.record_hashes(r) & mine) for r in fresh.runs)
+    checks.append({"figure": "independent: no request shared with the entry's runs", "stored": len(mine),
+                   "fresh": shared, "ok": shared == 0})
+    submitted = _unix(entry.submitted_at)
+    earliest = min([r.manifest.created_unix_s for r in fresh.runs]
+                   + [rec.started_unix_s for r in fresh.runs for rec in r.records])
+    checks.append({"figure": "made after the entry was submitted", "stored": entry.submitted_at,
+                   "fresh": datetime.fromtimestamp(earliest, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                   "ok": earliest >= submitted})
+    engines = sorted({r.manifest.engine.lower() for r in fresh.runs})
+    checks.append({"figure": "engine", "stored": entry.metadata.get("engine"), "fresh": ", ".join(engines),
+                   "ok": engines == [entry.metadata.get("engine")]})
+    models = sorted({_name(r.manifest.model_id) for r in fresh.runs if r.manifest.model_id})
+    claimed = _name(entry.metadata.get("model", ""))
+    checks.append({"figure": "model (where the fresh manifests name it)", "stored": entry.metadata.get("model"),
+                   "fresh": ", ".join(models), "ok": all(m == claimed for m in models)})
+    return checks
+
+
+def _run_summary(run) -> dict:
+    m = run.manifest
+    return {"path": run.path, "role": run.role, "engine": m.engine, "engine_version": m.engine_version,
+            "model_id": m.model_id, "dataset_config": m.dataset_config, "created_unix_s": m.created_unix_s,
+            "client_version": m.client_version, "tokenizer_sha256": m.tokenizer_sha256, "requests": len(run.records)}
+
+
 def verify_entry(store: LeaderboardStore, entry: Entry, known_builds: KnownBuilds, run_dirs: list[Path],
-                 baseline_dirs: list[Path] = (), tol: Tolerances = Tolerances()) -> tuple[bool, list[dict]]:
+                 baseline_dirs: list[Path] = (), tol: Tolerances = Tolerances(),
+                 verifier: str = "") -> tuple[bool, list[dict]]:
     """Compare fresh runs with ``entry``; mark it verified when every check holds."""
     bundle = parse_bundle(pack_bundle(list(run_dirs), entry.metadata, list(baseline_dirs)), known_builds)
-    checks = compare_metrics(entry.metrics, compute_entry_metrics(bundle), tol)
+    checks = independence(store, entry, bundle, known_builds)
+    checks += compare_metrics(entry.metrics, compute_entry_metrics(bundle), tol)
     ok = all(c["ok"] for c in checks)
     if ok:
+        from speedbench import __version__
+
         store.set_trust(entry.id, "verified", {
-            "verified_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "measurement_sha256": bundle.measurement_sha256, "checks": checks})
+            "verified_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "verifier": verifier,
+            "measurement_sha256": bundle.measurement_sha256, "runs": [_run_summary(r) for r in bundle.runs],
+            "tolerances": asdict(tol), "speedbench_version": __version__, "checks": checks})
     return ok, checks

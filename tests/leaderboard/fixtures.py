@@ -66,18 +66,20 @@ def known_builds_dir(tmp_path_factory, known_builds) -> Path:
 
 @pytest.fixture(scope="session")
 def make_entry_runs(tmp_path_factory, dataset_dir):
-    """``make(engine, seed, throughput=True)`` -> (sd run dirs, baseline run dirs)."""
+    """``make(engine, seed, throughput=True, started_unix_s=1.7e9)`` -> (sd run dirs, baseline run dirs)."""
 
-    def make(engine: SimulatedEngine, seed: int, throughput: bool = True):
+    def make(engine: SimulatedEngine, seed: int, throughput: bool = True, started_unix_s: float = 1.7e9):
         root = tmp_path_factory.mktemp(f"runs-{engine.engine}-{seed}")
-        sd = [make_run(root / "qual", dataset_dir, "qualitative", engine, seed=seed)]
+        when = {"started_unix_s": started_unix_s}
+        sd = [make_run(root / "qual", dataset_dir, "qualitative", engine, seed=seed, **when)]
         baselines = []
         if throughput:
-            sd.append(make_run(root / "tp1k", dataset_dir, "throughput_1k", engine, concurrencies=(1, 4), seed=seed + 1))
+            sd.append(make_run(root / "tp1k", dataset_dir, "throughput_1k", engine, concurrencies=(1, 4), seed=seed + 1,
+                               **when))
             ar = SimulatedEngine(engine=engine.engine, engine_version=engine.engine_version, speculative=False,
                                  step_time_s=engine.step_time_s * 0.7)
             baselines.append(make_run(root / "tp1k-ar", dataset_dir, "throughput_1k", ar, concurrencies=(1, 4),
-                                      seed=seed + 2))
+                                      seed=seed + 2, **when))
         return sd, baselines
 
     return make

@@ -55,6 +55,7 @@ def test_rebuild_recomputes_every_entry_from_its_raw_bundle(seeded_db, known_bui
 
 def test_rebuild_command(seeded_db, known_builds_dir, monkeypatch, capsys):
     from speedbench.leaderboard.__main__ import main
+    from speedbench.leaderboard.canonical import DIGEST_VERSION
 
     monkeypatch.setenv("SPEEDBENCH_KNOWN_BUILDS", str(known_builds_dir))
     with sqlite3.connect(seeded_db) as conn:
@@ -140,9 +141,10 @@ def test_recomputed_speedup_matches_the_raw_records(seeded_store, seed_bundles):
     row = board.entry_row(entry)
     assert row["speedup_1k"] == round(max(s["speedup_measured"] for s in speedups.values()), 3)
     # the Appendix-G estimate uses mean step times: baseline steps are 0.7x as long as SD steps here
+    # (each step jitters by up to 2%, seeded: the means agree to well within 1%)
     assert speedups[1]["speedup_estimate"] == pytest.approx(0.7 * next(
         p["acceptance_length"] for p in entry.metrics["points"] if p["run"].endswith("/tp1k") and p["concurrency"] == 1),
-        rel=1e-6)
+        rel=1e-2)
 
 
 def test_submitted_summary_numbers_are_never_used(seeded_store, known_builds, make_entry_runs):
@@ -159,44 +161,6 @@ def test_submitted_summary_numbers_are_never_used(seeded_store, known_builds, ma
     assert a.metrics["acceptance"] == b.metrics["acceptance"]
     assert a.metrics["acceptance"]["acceptance_length"] < 3
     store.close()
-
-
-class FakeHubApi:
-    """Stands in for ``HfApi``: keeps uploaded files in memory, serves them back from a folder."""
-
-    def __init__(self, folder: Path):
-        self.folder = folder
-        self.files: dict[str, bytes] = {}
-
-    def upload_file(self, *, path_or_fileobj, path_in_repo, repo_id, repo_type, commit_message):
-        assert repo_type == "dataset" and repo_id == "org/board-mirror"
-        self.files[path_in_repo] = path_or_fileobj
-
-    def list_repo_files(self, repo_id, repo_type):
-        return sorted(self.files)
-
-    def hf_hub_download(self, repo_id, filename, repo_type):
-        path = self.folder / filename
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(self.files[filename])
-        return str(path)
-
-
-def test_hub_mirror_pushes_entries_and_restores_a_fresh_store(tmp_path, seed_bundles, known_builds):
-    api = FakeHubApi(tmp_path / "hub")
-    mirror = HubMirror("org/board-mirror", api=api)
-    store = LeaderboardStore(tmp_path / "a.sqlite3")
-    entries = [submit_bundle(b, store, known_builds, mirror=mirror) for b in seed_bundles]
-    assert sorted(api.files) == sorted([f"bundles/{e.id}.tar.gz" for e in entries]
-                                       + [f"entries/{e.id}.json" for e in entries])
-    fresh = LeaderboardStore(tmp_path / "b.sqlite3")
-    added, skipped = mirror.restore(
-        lambda archive, date: submit_bundle(archive, fresh, known_builds, submitted_at=date))
-    assert (added, skipped) == (3, [])
-    assert [(e.id, e.metrics, e.submitted_at) for e in fresh.entries()] == \
-        [(e.id, e.metrics, e.submitted_at) for e in store.entries()]
-    store.close()
-    fresh.close()
 
 
 def test_mirror_is_off_by_default(monkeypatch):
@@ -233,32 +197,10 @@ def test_stored_bundle_reads_back_into_runs(seeded_store):
     assert {r.isl_bucket for r in runs} == {None, "1k"}
 
 
-def test_a_fresh_space_restores_its_board_from_the_mirror(tmp_path, seed_bundles, known_builds):
-    import importlib.util
-    import sys
-
-    space = Path(__file__).resolve().parents[2] / "space"
-    if str(space) not in sys.path:
-        sys.path.insert(0, str(space))
-    spec = importlib.util.spec_from_file_location("speedbench_space_app", space / "app.py")
-    app = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(app)
-    from sbspace.envs import Settings
-
-    api = FakeHubApi(tmp_path / "hub")
-    mirror = HubMirror("org/board-mirror", api=api)
-    source = LeaderboardStore(tmp_path / "a.sqlite3")
-    for bundle in seed_bundles:
-        submit_bundle(bundle, source, known_builds, mirror=mirror)
-    demo = app.build_app(Settings(db_path=tmp_path / "fresh.sqlite3"), known_builds=known_builds, mirror=mirror)
-    assert [e.id for e in demo.store.entries()] == [e.id for e in source.entries()]
-    demo.store.close()
-    source.close()
-
-
 def test_a_version_1_store_is_migrated_and_its_entries_get_measurement_digests(seeded_db, seed_bundles,
                                                                               known_builds_dir, monkeypatch, capsys):
     from speedbench.leaderboard.__main__ import main
+    from speedbench.leaderboard.canonical import DIGEST_VERSION
     from speedbench.leaderboard.known_builds import KnownBuilds
     from speedbench.leaderboard.schema import BundleRejected
 
@@ -279,12 +221,12 @@ def test_a_version_1_store_is_migrated_and_its_entries_get_measurement_digests(s
     seeded_db = v1
     store = LeaderboardStore(seeded_db)
     assert {e.trust for e in store.entries()} == {"self-reported"} and store.count() == 3
-    assert len(store.missing_digests()) == 3
+    assert len(store.missing_digests(DIGEST_VERSION)) == 3
     store.close()
     monkeypatch.setenv("SPEEDBENCH_KNOWN_BUILDS", str(known_builds_dir))
     assert main(["rebuild", "--db", str(seeded_db)]) == 0
     store = LeaderboardStore(seeded_db)
-    assert store.missing_digests() == []
+    assert store.missing_digests(DIGEST_VERSION) == []
     try:
         submit_bundle(seed_bundles[0], store, KnownBuilds.load())
         raise AssertionError("a resubmission of an old entry was accepted")

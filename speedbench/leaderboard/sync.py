@@ -1,0 +1,172 @@
+"""Keeping the local store and the Hub dataset (the store of record, :mod:`.mirror`) in step.
+
+One background thread per app (:meth:`MirrorSync.start`), so a missing, refusing or hanging Hub
+never blocks a page or a request:
+
+1. it makes sure the dataset repo exists, retrying with backoff while the Hub cannot be reached;
+2. it restores every entry the repo holds and the local store lacks (a fresh Space, or a store
+   that lost some): each bundle is checked against its document's hash and re-validated
+   (``restore_entry``), and keeps the document's id, date, trust level and verification;
+3. it pushes the outbox (the entries whose current state has not reached the repo: new ones,
+   verified ones), one commit per entry, oldest first; a failed push is retried with
+   exponential backoff (``BACKOFF_S``) until it lands, across restarts (the outbox is a table of
+   the SQLite store).
+
+:meth:`MirrorSync.status` says how far behind the repo is; the Space shows it. The steps are
+also callable one at a time (:meth:`restore_missing`, :meth:`push_due`) for tests and the CLI.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from speedbench.leaderboard.mirror import HubMirror, RepoListing, entry_document
+from speedbench.leaderboard.schema import BundleRejected
+from speedbench.leaderboard.store import LeaderboardStore
+
+log = logging.getLogger(__name__)
+BACKOFF_S = (5.0, 600.0)  # first retry after 5 s, doubling up to 10 min
+
+
+def backoff(attempts: int, base: float = BACKOFF_S[0], cap: float = BACKOFF_S[1]) -> float:
+    return min(cap, base * 2 ** max(0, attempts - 1))
+
+
+@dataclass
+class SyncStatus:
+    """What the Space says about the store of record (shown above the board)."""
+
+    repo_id: str
+    phase: str = "starting"  # starting | restoring | in step | behind | unreachable
+    pending: int = 0
+    restored: int = 0
+    skipped: list[str] = field(default_factory=list)
+    last_error: str = ""
+
+    def text(self) -> str:
+        if self.phase == "in step":
+            return ""
+        what = {"starting": "connecting to the Hub dataset", "restoring": "restoring entries from the Hub dataset",
+                "behind": "the Hub dataset is behind", "unreachable": "the Hub dataset cannot be reached"}
+        parts = [f"Store of record {self.repo_id}: {what.get(self.phase, self.phase)}"]
+        if self.pending:
+            parts.append(f"{self.pending} entr{'y' if self.pending == 1 else 'ies'} waiting to be copied there")
+        if self.last_error:
+            parts.append(f"last error: {self.last_error[:160]}")
+        return "; ".join(parts) + ". The board shows what this copy holds."
+
+
+class MirrorSync:
+    """Restore and push in one background thread (module docstring)."""
+
+    def __init__(self, store: LeaderboardStore, mirror: HubMirror,
+                 restore_entry: Callable[[str, dict | None, bytes], object], clock: Callable[[], float] = time.time):
+        self.store, self.mirror, self.restore_entry, self.clock = store, mirror, restore_entry, clock
+        self._status = SyncStatus(repo_id=mirror.repo_id)
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()  # one restore or push at a time
+        self._thread: threading.Thread | None = None
+        self.restored_once = threading.Event()
+        self.attempted = threading.Event()  # the first restore attempt ended, landed or not
+
+    # ---- status ---------------------------------------------------------------------------
+    def status(self) -> SyncStatus:
+        self._status.pending = len(self.store.outbox())
+        if self._status.phase in ("in step", "behind"):
+            self._status.phase = "behind" if self._status.pending else "in step"
+        return self._status
+
+    def _failed(self, what: str, exc: Exception) -> None:
+        self._status.last_error = f"{what}: {type(exc).__name__}: {str(exc)[:200]}"
+        log.warning("hub sync: %s", self._status.last_error)
+
+    # ---- the steps --------------------------------------------------------------------------
+    def restore_missing(self) -> int:
+        """Restore every entry the repo has and the store lacks; returns how many were added."""
+        with self._lock:
+            self._status.phase = "restoring"
+            self.mirror.ensure_repo()
+            listing: RepoListing = self.mirror.listing()
+            have = self.store.ids()
+            added = 0
+            for entry_id in sorted(listing.ids - have):
+                if entry_id not in listing.bundles:
+                    self._status.skipped.append(f"{entry_id}: entry document without its bundle")
+                    continue
+                try:
+                    document, archive = self.mirror.read_entry(listing, entry_id)
+                    self.restore_entry(entry_id, document, archive)
+                    added += 1
+                except (BundleRejected, ValueError) as exc:  # kept in the repo for a maintainer
+                    self._status.skipped.append(f"{entry_id}: {exc}")
+                    log.warning("not restored: %s: %s", entry_id, exc)
+            self._status.restored += added
+            self._status.phase = "behind"
+            self.restored_once.set()
+            return added
+
+    def push_due(self, now: float | None = None) -> int:
+        """Push every outbox entry that is due; returns how many landed."""
+        now = self.clock() if now is None else now
+        landed = 0
+        with self._lock:
+            for entry_id, attempts, _, with_bundle in self.store.outbox(due_before=now):
+                entry = self.store.get(entry_id)
+                if entry is None:  # quarantined or gone: nothing to copy
+                    self.store.outbox_done(entry_id, "")
+                    continue
+                state = self.store.state_token(entry_id)
+                archive = self.store.archive(entry_id) if with_bundle else None
+                try:
+                    self.mirror.push(entry_document(entry), archive)
+                except Exception as exc:  # the Hub is down, slow or refuses: retried later
+                    self._failed(f"push {entry_id}", exc)
+                    self.store.outbox_failed(entry_id, self._status.last_error, now + backoff(attempts + 1))
+                    continue
+                self.store.outbox_done(entry_id, state)
+                landed += 1
+        return landed
+
+    # ---- the thread ---------------------------------------------------------------------------
+    def start(self) -> "MirrorSync":
+        self._thread = threading.Thread(target=self._run, name="speedbench-hub-sync", daemon=True)
+        self._thread.start()
+        return self
+
+    def wake(self) -> None:
+        """Something was queued: push now instead of at the next retry time."""
+        self._wake.set()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._wake.set()
+
+    def _run(self) -> None:
+        attempts = 0
+        while not self._stop.is_set() and not self.restored_once.is_set():
+            try:
+                self.restore_missing()
+            except Exception as exc:  # unreachable, refused, timed out: the board serves what it has
+                attempts += 1
+                self._status.phase = "unreachable"
+                self._failed("restore", exc)
+                self.attempted.set()
+                self._stop.wait(backoff(attempts))
+            self.attempted.set()
+        while not self._stop.is_set():
+            self._wake.clear()
+            try:
+                self.push_due()
+                due = self.store.next_outbox_attempt()
+                self.status()
+            except Exception as exc:  # the store closed under us (shutdown) or a bug: never a dead thread
+                if self._stop.is_set():
+                    return
+                self._failed("sync", exc)
+                due = self.clock() + BACKOFF_S[1]
+            wait = None if due is None else max(0.0, due - self.clock())
+            self._wake.wait(wait)

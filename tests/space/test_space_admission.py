@@ -1,0 +1,112 @@
+"""The Space's uploads and comparisons under load (issue 24), through its own API and UI events:
+one limit shared by the Submit tab and the API, identical uploads at once each answered, Compare
+seeing entries added after start and paying for each pair once."""
+from __future__ import annotations
+
+import runpy
+import shutil
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from speedbench.leaderboard import board, validate
+from speedbench.leaderboard.admission import Budget
+from speedbench.leaderboard.pack import pack_bundle
+from speedbench.leaderboard.synthetic import SimulatedEngine
+
+web = runpy.run_path(str(Path(__file__).with_name("gradio_http.py")))
+DEADLINE_S = 300
+META = {"model": "m/x", "drafter": "d", "sd_method": "eagle3", "engine": "vllm", "engine_version": "1", "gpu": "g",
+        "draft_length": 3, "temperature": 0.0}
+
+
+@pytest.fixture
+def space(tmp_path, seeded_db_template, known_builds_dir):
+    app = web["app_module"]()
+    from sbspace.envs import Settings
+
+    db = tmp_path / "board.sqlite3"
+    shutil.copyfile(seeded_db_template, db)
+    port = web["free_port"]()
+    demo = app.build_app(Settings(db_path=db, port=port, known_builds=[str(known_builds_dir)],
+                                  budget=Budget(max_concurrent=2)))
+    url = web["launch"](demo, port)
+    yield url, demo
+    demo.close()
+    demo.store.close()
+
+
+@pytest.fixture(scope="module")
+def eight_bundles(make_entry_runs) -> list[bytes]:
+    return [pack_bundle(make_entry_runs(SimulatedEngine(rates=(0.7, 0.6, 0.5)), seed=2400 + i, throughput=False)[0],
+                        META) for i in range(8)]
+
+
+def test_api_and_ui_uploads_share_one_limit(space, eight_bundles, monkeypatch):
+    url, demo = space
+    gate = threading.Event()
+    real_parse = validate.parse_bundle
+
+    def parse_after_gate(*args, **kwargs):
+        gate.wait(DEADLINE_S)
+        return real_parse(*args, **kwargs)
+
+    monkeypatch.setattr(validate, "parse_bundle", parse_after_gate)
+    ui = web["fn_index"](demo, "on_submit")
+    controls = ["", [], [], [], "any", "Mean AL", True, False]
+
+    def via_api(data: bytes) -> str:
+        path = web["upload"](url, data)
+        from gradio_client import handle_file
+
+        return web["client"](url).predict(handle_file(path), api_name="/submit_bundle")["status"]
+
+    def via_ui(data: bytes) -> str:
+        path = web["upload"](url, data)
+        return web["ui_call"](url, ui, [web["file_data"](path), *controls])[1]["status"]
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        futures = [pool.submit(via_api if i % 2 else via_ui, data) for i, data in enumerate(eight_bundles)]
+        assert demo.admission.wait_for(lambda a: a.running == 2 and a.waiting == 6, DEADLINE_S), \
+            (demo.admission.running, demo.admission.waiting)
+        gate.set()
+        answers = [f.result(DEADLINE_S) for f in futures]
+    assert answers == ["accepted"] * 8
+    assert demo.admission.peak_running == 2
+
+
+def test_identical_uploads_at_once_each_get_their_own_answer(space, valid_bundle):
+    url, demo = space
+    from gradio_client import handle_file
+
+    paths = [web["upload"](url, valid_bundle) for _ in range(5)]
+    assert len(set(paths)) == 1  # Gradio keeps identical bytes in one content-hash folder
+
+    def send(path):
+        return web["client"](url).predict(handle_file(path), api_name="/submit_bundle")
+
+    with ThreadPoolExecutor(max_workers=5) as pool:
+        answers = list(pool.map(send, paths))
+    accepted = [a for a in answers if a["status"] == "accepted"]
+    assert len(accepted) == 1, answers
+    assert all("duplicate" in a["message"] and accepted[0]["entry_id"] in a["message"]
+               for a in answers if a is not accepted[0]), answers
+    assert not Path(paths[0]).exists()  # removed once the last request was done
+
+
+def test_compare_sees_entries_added_after_start_and_pays_for_each_pair_once(space, valid_bundle, monkeypatch):
+    url, demo = space
+    from gradio_client import handle_file
+
+    api = web["client"](url)
+    added = api.predict(handle_file(web["upload"](url, valid_bundle)), api_name="/submit_bundle")
+    assert added["status"] == "accepted"
+    old = demo.store.entries()[0].id
+    pairs = []
+    real = board.compare_runs
+    monkeypatch.setattr(board, "compare_runs", lambda *a: pairs.append(1) or real(*a))
+    side, diffs, _, note = api.predict([added["entry_id"], *[old] * 10], "any", api_name="/compare")
+    assert added["entry_id"] in [h for h in side["headers"]] and old in side["headers"]
+    assert len(pairs) == 1 and {row[1] for row in diffs["data"]} == {old}
