@@ -1,4 +1,5 @@
-"""SGLang's native ``/generate`` route with ``input_ids``.
+"""SGLang: its native ``/generate`` route with ``input_ids`` (the default), or, when the user chooses
+``api="openai"``, its OpenAI-style ``/v1/completions``.
 
 Each SSE event carries the *cumulative* ``text`` (unless the server runs with
 ``--incremental-streaming-output``) and cumulative ``meta_info.completion_tokens``; the delta
@@ -18,6 +19,13 @@ Older releases name the counts ``spec_accept_token_num`` / ``spec_draft_token_nu
 Prometheus metrics exist only with ``--enable-metrics``. SGLang's own
 ``spec_accept_length`` = completion_tokens / spec_verify_ct counts the prefill token too; the
 normalized statistics use 1 + accepted / verify_steps like the other engines.
+
+``/v1/completions`` streams text deltas and no statistics unless the request asks: with
+``return_spec_tokens_details`` the same spec_* fields (plus ``spec_cap_length``,
+``spec_block_accept_length``, ``spec_cap_lens_histogram``) come as ``sglext.spec_tokens_details`` in
+a chunk with empty ``choices`` just before the usage chunk (0.5.23, captured); ``return_token_ids``
+adds each chunk's new ids and ``stream_options.continuous_usage_stats`` a cumulative ``usage``
+(``serving_completions.py``), so steps are counted exactly on this route too.
 """
 from __future__ import annotations
 
@@ -25,11 +33,13 @@ from typing import Any
 
 from speedbench.client.engines.base import (
     EngineAdapter,
+    SamplingOptions,
     StreamError,
     StreamState,
     get_json,
     require,
 )
+from speedbench.client.engines.openai import completion_payload, parse_openai_completion_event
 from speedbench.metrics.steps import derive_decode_steps
 from speedbench.records import EngineSpecStats
 
@@ -41,6 +51,10 @@ _DRAFTED_KEYS = ("spec_num_proposed_drafts", "spec_draft_token_num")
 # What a run records of /server_info: enough to tell the speculation and K (chain or tree).
 SERVER_INFO_KEYS = ("speculative_algorithm", "speculative_num_draft_tokens", "speculative_num_steps",
                     "speculative_eagle_topk", "decode_log_interval")
+# The routes a user can choose (``api``): SGLang's own, or its OpenAI-style one.
+APIS = ("native", "openai")
+# Where each route's statistics come from (EngineSpecStats.source).
+STATS_SOURCES = {"native": "sglang.meta_info", "openai": "sglang.spec_tokens_details"}
 
 
 def _first(meta: dict[str, Any], keys: tuple[str, ...]) -> int | None:
@@ -69,7 +83,23 @@ class SGLangAdapter(EngineAdapter):
     name = "sglang"
     generate_path = "/generate"
 
+    def __init__(self, url: str, sampling: SamplingOptions | None = None, model: str | None = None,
+                 extra_body: dict[str, Any] | None = None, api: str = "native"):
+        super().__init__(url, sampling, model, extra_body)
+        if api not in APIS:
+            raise ValueError(f"sglang api {api!r}: expected one of {', '.join(APIS)}")
+        self.api = api
+        if api == "openai":
+            self.generate_path = "/v1/completions"
+
     def build_payload(self, prompt_ids: list[int]) -> dict[str, Any]:
+        if self.api == "openai":
+            # The model is optional on SGLang's route (the served model by default).
+            model = {"model": self.model} if self.model else {}
+            return completion_payload(
+                self, prompt_ids, **model, ignore_eos=self.sampling.ignore_eos,
+                stream_options={"include_usage": True, "continuous_usage_stats": True},
+                return_token_ids=True, return_spec_tokens_details=True)
         s = self.sampling
         sampling: dict[str, Any] = {"max_new_tokens": s.max_tokens, "temperature": s.temperature,
                                     "ignore_eos": s.ignore_eos}
@@ -82,6 +112,8 @@ class SGLangAdapter(EngineAdapter):
         return payload
 
     def parse_event(self, event: dict[str, Any], state: StreamState) -> tuple[int, Any]:
+        if self.api == "openai":
+            return self._parse_completion_event(event, state), None
         if "error" in event and "meta_info" not in event:
             raise StreamError("engine_error", f"sglang error event: {str(event['error'])[:300]}")
         meta = require(event, "meta_info", self.name)
@@ -108,6 +140,23 @@ class SGLangAdapter(EngineAdapter):
             state.extra["token_events"] = state.extra.get("token_events", 0) + 1
         return new, None
 
+    def _parse_completion_event(self, event: dict[str, Any], state: StreamState) -> int:
+        """``/v1/completions``: ids and usage per chunk; the statistics from the ``sglext`` chunk."""
+        new = parse_openai_completion_event(event, state, self.name)
+        sglext = event.get("sglext")
+        details = sglext.get("spec_tokens_details") if isinstance(sglext, dict) else None
+        if details is not None:
+            if isinstance(details, list) and len(details) == 1:
+                details = details[0]  # one per choice when n > 1; we send n = 1
+            if not isinstance(details, dict) or "spec_verify_ct" not in details:
+                raise StreamError("malformed", f"sglang sglext.spec_tokens_details: {str(details)[:200]}")
+            state.extra["meta"] = details
+        # Token-carrying chunks are one step each at least (derive_decode_steps); a usage chunk
+        # (no choices) that brings tokens the text chunks did not count is no step.
+        if new > 0 and event.get("choices"):
+            state.extra["token_events"] = state.extra.get("token_events", 0) + 1
+        return new
+
     def engine_stats(self, state: StreamState) -> EngineSpecStats | None:
         meta = state.extra.get("meta") or {}
         if meta.get("spec_verify_ct") is None:
@@ -122,7 +171,7 @@ class SGLangAdapter(EngineAdapter):
         raw = {k: v for k, v in meta.items() if k.startswith("spec_") or k == "completion_tokens"}
         decode, past = derive_decode_steps(tokens, int(accepted), verify, max(0, state.extra.get("token_events", 0) - 1))
         return EngineSpecStats(
-            source="sglang.meta_info",
+            source=STATS_SOURCES[self.api],
             verify_steps=verify,
             draft_tokens=_first(meta, _DRAFTED_KEYS),
             accepted_tokens=int(accepted),

@@ -3,7 +3,8 @@
 vLLM, SGLang and TensorRT-LLM need GPUs; these aiohttp servers on 127.0.0.1 answer the same
 routes with the same JSON shapes (``docs/engine-wire-formats.md``), quirks included:
 TensorRT-LLM rejects unknown request fields with a 400 error, SGLang streams cumulative text
-and cumulative ``meta_info.completion_tokens``, vLLM streams continuous usage, token ids and a
+and cumulative ``meta_info.completion_tokens`` on ``/generate`` (and on ``/v1/completions`` text
+deltas, with its statistics as ``sglext.spec_tokens_details`` only when asked), vLLM streams continuous usage, token ids and a
 final ``metrics.speculative_decoding`` object, and each serves its Prometheus counters.
 
 Speculative decoding is simulated with known per-position conditional acceptance rates
@@ -42,8 +43,13 @@ from tests.standins.standin_wire import (
     TRTLLM_FIELDS,
     TRTLLM_STREAM_OPTIONS,
     error_body,
+    sglang_completion_choice,
+    sglang_completion_chunk,
+    sglang_completion_options,
+    sglang_completion_tail,
     sglang_meta,
     sglang_metrics,
+    sglang_usage,
     trtllm_metrics,
     trtllm_perf_entry,
     vllm_metrics,
@@ -52,6 +58,8 @@ from tests.standins.standin_wire import (
 from speedbench.settings import STANDIN_ENGINES
 
 ENGINES = STANDIN_ENGINES
+# What an SGLang /v1/completions request asked for (sglang_completion_options), kept on the request.
+_SGLANG_OPENAI = web.RequestKey("sglang_openai", dict)
 _BROKEN_LINES = {"drop": b"", "malformed_line": b"this is not server-sent events\n\n",
                  "malformed_json": b'data: {"choices": [{"text": "x", \n\n',
                  "malformed_body": b'data: {"unexpected": true}\n\n'}
@@ -95,7 +103,8 @@ class StandinServer:
         return app
 
     def _sglang_routes(self):
-        routes = [("POST", "/generate", self._generate), ("GET", "/get_model_info", self._sglang_model_info),
+        routes = [("POST", "/generate", self._generate), ("POST", "/v1/completions", self._generate),
+                  ("GET", "/get_model_info", self._sglang_model_info),
                   ("GET", "/get_server_info", self._sglang_server_info),
                   ("GET", "/server_info", self._sglang_server_info)]
         return routes + ([("GET", "/metrics", self._metrics)] if self.sim.metrics_enabled else [])
@@ -161,7 +170,7 @@ class StandinServer:
     def _error(self, status: int, message: str) -> web.Response:
         return web.json_response(error_body(self.engine, status, message), status=status)
 
-    def _parse(self, body: dict[str, Any]) -> tuple[list[int], int, bool] | web.Response:
+    def _parse(self, body: dict[str, Any], openai: bool = False) -> tuple[list[int], int, bool] | web.Response:
         if self.engine == "trtllm":
             unknown = sorted(set(body) - TRTLLM_FIELDS)
             unknown += [f"stream_options.{k}" for k in sorted(set(body.get("stream_options") or {}) -
@@ -170,7 +179,7 @@ class StandinServer:
                 details = "; ".join(f"{name}: Extra inputs are not permitted [type=extra_forbidden]"
                                     for name in unknown)
                 return self._error(400, f"{len(unknown)} validation error(s) for CompletionRequest\n{details}")
-        if self.engine == "sglang":
+        if self.engine == "sglang" and not openai:
             ids = body.get("input_ids")
             params = body.get("sampling_params") or {}
             max_tokens = int(params.get("max_new_tokens", 128))
@@ -179,7 +188,7 @@ class StandinServer:
             ids = body.get("prompt")
             max_tokens = int(body.get("max_tokens") or 16)
             ignore_eos = bool(body.get("ignore_eos", False))
-        if isinstance(ids, str) and ids and self.engine != "sglang":
+        if isinstance(ids, str) and ids and (self.engine != "sglang" or openai):
             ids = list(ids.encode("utf-8"))  # a text prompt (as load generators send): bytes stand in for ids
         if not isinstance(ids, list) or not ids or not all(isinstance(i, int) for i in ids):
             return self._error(400, "prompt must be a non-empty list of token ids")
@@ -191,7 +200,10 @@ class StandinServer:
         arrival = time.perf_counter_ns()
         body = orjson.loads(await request.read())
         self.received.append(body)
-        parsed = self._parse(body)
+        openai = self.engine == "sglang" and request.path == "/v1/completions"
+        if openai:
+            request[_SGLANG_OPENAI] = sglang_completion_options(body)
+        parsed = self._parse(body, openai)
         if isinstance(parsed, web.Response):
             return parsed
         ids, max_tokens, ignore_eos = parsed
@@ -215,7 +227,7 @@ class StandinServer:
         emitted = await self._stream(request, response, response_id, ids, plan, fault)
         if emitted is None:
             return response  # the connection was dropped mid-stream
-        await self._finish(response, response_id, request_id, ids, plan, emitted)
+        await self._finish(response, response_id, request_id, ids, plan, emitted, request.get(_SGLANG_OPENAI))
         return response
 
     async def _stream(self, request, response, response_id, ids, plan: StepPlan, fault) -> int | None:
@@ -243,16 +255,29 @@ class StandinServer:
             delta = "".join(f" t{t}" for t in token_ids)
             text += delta
             all_ids += token_ids
-            event = self._event(response_id, ids, index, all_ids if self.engine == "sglang" else token_ids,
-                                delta, text, emitted, index == len(groups) - 1, plan)
+            last = index == len(groups) - 1
+            openai = request.get(_SGLANG_OPENAI)
+            if openai is not None:
+                event = sglang_completion_chunk(
+                    response_id, int(time.time()), self.sim.model,
+                    [sglang_completion_choice(delta, token_ids if openai["token_ids"] else None,
+                                              plan.finish if last else None)],
+                    sglang_usage(len(ids), emitted, final=False) if openai["continuous_usage"] else None)
+            else:
+                event = self._event(response_id, ids, index, all_ids if self.engine == "sglang" else token_ids,
+                                    delta, text, emitted, last, plan)
             if self.sim.stamp_send_time:
                 event["t_send_ns"] = time.perf_counter_ns()
                 stamps.append(event["t_send_ns"])
             await response.write(b"data: " + orjson.dumps(event) + b"\n\n")
         return emitted
 
-    async def _finish(self, response, response_id, request_id, ids, plan: StepPlan, emitted: int) -> None:
-        if self.engine in ("vllm", "trtllm"):
+    async def _finish(self, response, response_id, request_id, ids, plan: StepPlan, emitted: int,
+                      openai: dict[str, bool] | None = None) -> None:
+        if openai is not None:
+            for chunk in sglang_completion_tail(self.sim, plan, response_id, len(ids), emitted, openai):
+                await response.write(b"data: " + orjson.dumps(chunk) + b"\n\n")
+        elif self.engine in ("vllm", "trtllm"):
             usage = {"prompt_tokens": len(ids), "completion_tokens": emitted, "total_tokens": len(ids) + emitted}
             final: dict[str, Any] = {"id": response_id, "object": "text_completion", "created": int(time.time()),
                                      "model": self.sim.model, "choices": [], "usage": usage}
@@ -276,7 +301,7 @@ class StandinServer:
                 meta["finish_reason"] = ({"type": "length", "length": emitted} if plan.finish == "length"
                                          else {"type": "stop", "matched": 2})
                 meta.update(sglang_meta(self.sim, plan, emitted))
-            return {"text": text, "output_ids": token_ids, "meta_info": meta, "index": 0}
+            return {"text": text, "output_ids": token_ids, "meta_info": meta}  # no "index", as 0.5.23
         choice: dict[str, Any] = {"index": 0, "text": delta, "logprobs": None,
                                   "finish_reason": plan.finish if last else None, "stop_reason": None}
         if self.engine == "vllm":

@@ -8,13 +8,17 @@ source (``docs/engine-wire-formats.md``):
   ``metrics.speculative_decoding`` over *drafted* steps; errors are
   ``{"error": {"message", "type", "param", "code"}}``; every counter has a ``*_created`` gauge
   beside it (same labels, ``position`` included);
-- SGLang: cumulative text and ``meta_info.completion_tokens``; the histogram grows only to the
-  largest count accepted; older releases' count names on request;
+- SGLang: cumulative text, ``output_ids`` and ``meta_info.completion_tokens`` on ``/generate``, the
+  spec_* fields in the last event only and none without speculation; the histogram grows only to
+  the largest count accepted; older releases' count names on request; on ``/v1/completions`` text
+  deltas, and the statistics only when asked (``return_spec_tokens_details``), as
+  ``sglext.spec_tokens_details`` in a chunk with empty ``choices`` before the usage chunk;
 - TensorRT-LLM: ``avg_decoded_tokens_per_iter`` per choice; validation errors as
   ``{"error": "<message>"}``; ``/perf_metrics`` entries with ``request_id``.
 """
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from tests.standins.standin_sim import Counters, Simulation, StepPlan
@@ -55,20 +59,96 @@ def vllm_spec(plan: StepPlan, k: int) -> dict[str, Any]:
             "num_accepted_draft_tokens": total, "num_draft_tokens": n * k, "num_spec_tokens": k}
 
 
-def sglang_meta(sim: Simulation, plan: StepPlan, emitted: int) -> dict[str, Any]:
+def _sglang_spec(sim: Simulation, plan: StepPlan, emitted: int) -> dict[str, Any]:
+    """A request's spec_* statistics under 0.5.23's names."""
     accepted = plan.accepted_all
     # A tree proposes its nodes per verify: the rate is per node (0.509 in the capture, where the
     # same run as a chain of 3 had 0.848).
     verify, correct, proposed = len(accepted), sum(accepted), len(accepted) * sim.proposed_per_step
-    meta: dict[str, Any] = {"spec_verify_ct": verify, "spec_accept_length": emitted / verify if verify else 1.0,
-                            "spec_accept_rate": correct / proposed if proposed else 0.0,
-                            # grows only as far as the largest count accepted, like Req's histogram
-                            "spec_correct_drafts_histogram": histogram(accepted, max(accepted) + 1) if accepted else []}
+    return {"spec_accept_rate": correct / proposed if proposed else 0.0,
+            # SGLang's own length counts the prefill's token: completion tokens / verify calls
+            "spec_accept_length": emitted / verify if verify else 1.0,
+            "spec_num_correct_drafts": correct, "spec_num_proposed_drafts": proposed, "spec_verify_ct": verify,
+            # grows only as far as the largest count accepted, like Req's histogram
+            "spec_correct_drafts_histogram": histogram(accepted, max(accepted) + 1) if accepted else []}
+
+
+def sglang_meta(sim: Simulation, plan: StepPlan, emitted: int) -> dict[str, Any]:
+    """The spec_* fields of the last ``/generate`` event's meta_info (none without speculation)."""
+    if not sim.draft_length:
+        return {}
+    meta = _sglang_spec(sim, plan, emitted)
     if sim.sglang_legacy_names:
-        meta.update(spec_accept_token_num=correct, spec_draft_token_num=proposed)
-    else:
-        meta.update(spec_num_correct_drafts=correct, spec_num_proposed_drafts=proposed)
+        meta["spec_accept_token_num"] = meta.pop("spec_num_correct_drafts")
+        meta["spec_draft_token_num"] = meta.pop("spec_num_proposed_drafts")
     return meta
+
+
+def sglang_spec_tokens_details(sim: Simulation, plan: StepPlan, emitted: int) -> dict[str, Any] | None:
+    """``sglext.spec_tokens_details`` (0.5.23): the same counts plus the DSpark cap fields (0 and
+    empty without it); None without speculation (then no sglext chunk is sent)."""
+    if not sim.draft_length:
+        return None
+    spec = _sglang_spec(sim, plan, emitted)
+    return {"spec_accept_rate": spec["spec_accept_rate"], "spec_accept_length": spec["spec_accept_length"],
+            "spec_cap_length": 0.0, "spec_block_accept_length": 0.0,
+            **{k: spec[k] for k in ("spec_num_correct_drafts", "spec_num_proposed_drafts", "spec_verify_ct",
+                                    "spec_correct_drafts_histogram")},
+            "spec_cap_lens_histogram": []}
+
+
+def sglang_usage(prompt_tokens: int, completion_tokens: int, final: bool) -> dict[str, Any]:
+    """SGLang's usage: a per-chunk one (continuous_usage_stats) keeps its null fields, the final
+    usage chunk is written without them."""
+    usage: dict[str, Any] = {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens + completion_tokens,
+                             "completion_tokens": completion_tokens}
+    if not final:
+        usage["prompt_tokens_details"] = None
+    usage["reasoning_tokens"] = 0
+    if not final:
+        usage["completion_tokens_details"] = None
+    return usage
+
+
+def sglang_completion_chunk(response_id: str, created: int, model: str, choices: list[dict[str, Any]],
+                            usage: dict[str, Any] | None, **extra: Any) -> dict[str, Any]:
+    """One ``/v1/completions`` chunk as SGLang writes it (``usage`` null unless continuous)."""
+    return {"id": response_id, "object": "text_completion", "created": created, "model": model,
+            "choices": choices, "usage": usage, **extra}
+
+
+def sglang_completion_choice(delta: str, token_ids: list[int] | None, finish: str | None) -> dict[str, Any]:
+    """A streamed choice: text delta, ``token_ids`` only when asked, ``matched_stop`` (the EOS id 2
+    when it stopped there, else null)."""
+    choice: dict[str, Any] = {"index": 0, "text": delta, "logprobs": None, "finish_reason": finish,
+                              "matched_stop": 2 if finish == "stop" else None}
+    if token_ids is not None:
+        choice["token_ids"] = token_ids
+    return choice
+
+
+def sglang_completion_options(body: dict[str, Any]) -> dict[str, bool]:
+    """What a ``/v1/completions`` request asked SGLang for (``serving_completions.py``)."""
+    stream_options = body.get("stream_options") or {}
+    return {"token_ids": bool(body.get("return_token_ids")),
+            "spec_details": bool(body.get("return_spec_tokens_details")),
+            "include_usage": bool(stream_options.get("include_usage")),
+            "continuous_usage": bool(stream_options.get("continuous_usage_stats"))}
+
+
+def sglang_completion_tail(sim: Simulation, plan: StepPlan, response_id: str, prompt_tokens: int, emitted: int,
+                           options: dict[str, bool]) -> list[dict[str, Any]]:
+    """The chunks after the last token: the sglext chunk (asked for, and speculating), then the
+    usage chunk (asked for), written without its null fields."""
+    created, chunks = int(time.time()), []
+    details = sglang_spec_tokens_details(sim, plan, emitted) if options["spec_details"] else None
+    if details is not None:
+        chunks.append(sglang_completion_chunk(response_id, created, sim.model, [], None,
+                                              sglext={"spec_tokens_details": details}))
+    if options["include_usage"]:
+        chunks.append({"id": response_id, "object": "text_completion", "created": created, "model": sim.model,
+                       "choices": [], "usage": sglang_usage(prompt_tokens, emitted, final=True)})
+    return chunks
 
 
 def trtllm_perf_entry(request_id: int, plan: StepPlan, k: int) -> dict[str, Any]:
@@ -129,13 +209,14 @@ def sglang_metrics(sim: Simulation, c: Counters) -> list[str]:
     lines = []
     for name, value in gauges.items():
         lines += [f"# TYPE sglang:{name} gauge", f"sglang:{name}{{{gauge_labels}}} {value}"]
-    return lines + ["# TYPE sglang:prompt_tokens_total counter",
-                    f"sglang:prompt_tokens_total{{{streamed}}} {float(c.prompt_tokens)}",
-                    "# TYPE sglang:generation_tokens_total counter",
-                    f"sglang:generation_tokens_total{{{streamed}}} {float(c.generation_tokens)}",
-                    "# TYPE sglang:spec_verify_calls_total counter",
-                    f"sglang:spec_verify_calls_total{{{model}}} {float(c.verify_calls)}",
-                    "# TYPE sglang:num_requests_total counter",
+    lines += ["# TYPE sglang:prompt_tokens_total counter",
+              f"sglang:prompt_tokens_total{{{streamed}}} {float(c.prompt_tokens)}",
+              "# TYPE sglang:generation_tokens_total counter",
+              f"sglang:generation_tokens_total{{{streamed}}} {float(c.generation_tokens)}"]
+    if sim.draft_length:  # a server without speculation has the gauges (at 0) but not this counter
+        lines += ["# TYPE sglang:spec_verify_calls_total counter",
+                  f"sglang:spec_verify_calls_total{{{model}}} {float(c.verify_calls)}"]
+    return lines + ["# TYPE sglang:num_requests_total counter",
                     f"sglang:num_requests_total{{{streamed}}} {float(c.requests)}"]
 
 
