@@ -123,38 +123,21 @@ class SweepRunner:
     def _variant(self, variant: Variant, units: list[Unit], state: SweepState, hashes: dict[str, str]) -> None:
         attempt = state.attempts(variant.name) + 1
         folder = self.out / SERVERS_DIR / variant.name
-        server = ExternalServer(variant) if variant.url else ServerProcess(variant, folder / f"attempt-{attempt}.log")
-        if not variant.url and variant.port is None:
-            # The client resumes a run folder only against the same URL: a variant keeps the port
-            # it was first given.
-            server.port = state.port_of(variant.name)
         server_id = f"{variant.name}#{attempt}"
         state.add("server_attempt", server_id=server_id, variant=variant.name)
         self.progress.write(f"== variant {variant.name} ({variant.engine}, {variant.method}"
                             f"{f', K={variant.k}' if variant.speculative else ''}): {len(units)} runs to do")
-        t0 = time.monotonic()
-
-        def spawned(process) -> None:
-            state.add("server_started", server_id=server_id, variant=variant.name, pid=process.pid,
-                      create_time=process.create_time, url=process.url, port=process.port, command=process.argv)
-
-        try:
-            server.start(on_spawn=spawned)
-        except ServerStartError as error:
-            if server.pid:
-                state.add("server_stopped", server_id=server_id, variant=variant.name,
-                          gone=server.last_stop.get("gone"))
-            self._fail(variant.name, str(error), state, event="server_failed", variant=variant.name)
+        server = self._start(variant, state, server_id, folder / f"attempt-{attempt}.log")
+        if server is None:
             return
-        self.outcome.timings.setdefault("server_start_s", {})[server_id] = time.monotonic() - t0
-        info = describe_server(server, variant.engine)
-        info.update(attempt=attempt, start_s=getattr(server, "start_s", None), unix_s=time.time())
+        info: dict[str, Any] = {"url": server.url, "pid": server.pid, "attempt": attempt}
         metrics_path = self._metrics_path(variant.engine)
-        before = metrics_text(server.url + metrics_path) if metrics_path else None
-        self._write_metrics(folder, attempt, "before", before)
-        self.progress.write(f"   server {server.url} (pid {server.pid}), "
-                            f"{info['description'].get('engine_version') or 'version not reported'}")
         try:
+            info.update(describe_server(server, variant.engine), attempt=attempt,
+                        start_s=getattr(server, "start_s", None), unix_s=time.time())
+            self._write_metrics(folder, attempt, "before", metrics_text(server.url + metrics_path) if metrics_path else None)
+            self.progress.write(f"   server {server.url} (pid {server.pid}), "
+                                f"{info['description'].get('engine_version') or 'version not reported'}")
             for unit in units:
                 if not server.alive():
                     self._server_died(server, unit, None, state)
@@ -164,14 +147,37 @@ class SweepRunner:
         finally:
             after = metrics_text(server.url + metrics_path) if metrics_path and server.alive() else None
             self._write_metrics(folder, attempt, "after", after)
-            stopped = server.stop()
-            info["stop"] = stopped
+            info["stop"] = stopped = server.stop()
             write_json(folder / f"attempt-{attempt}.json", info)
             if server.pid:
                 state.add("server_stopped", server_id=server_id, variant=variant.name, gone=stopped.get("gone"))
                 if not stopped.get("gone"):
                     self.outcome.failed[variant.name] = f"server not gone after stop: {stopped}"
                     self.log(f"warning: variant {variant.name}: server processes survived the stop: {stopped}")
+
+    def _start(self, variant: Variant, state: SweepState, server_id: str, log_path: Path):
+        """The variant's server, healthy; None (reported) when it did not come up."""
+        server = ExternalServer(variant) if variant.url else ServerProcess(variant, log_path)
+        if not variant.url and variant.port is None:
+            # The client resumes a run folder only against the same URL: a variant keeps the port
+            # it was first given.
+            server.port = state.port_of(variant.name)
+
+        def spawned(process) -> None:
+            state.add("server_started", server_id=server_id, variant=variant.name, pid=process.pid,
+                      create_time=process.create_time, url=process.url, port=process.port, command=process.argv)
+
+        t0 = time.monotonic()
+        try:
+            server.start(on_spawn=spawned)
+        except ServerStartError as error:
+            if server.pid:
+                state.add("server_stopped", server_id=server_id, variant=variant.name,
+                          gone=server.last_stop.get("gone"))
+            self._fail(variant.name, str(error), state, event="server_failed", variant=variant.name)
+            return None
+        self.outcome.timings.setdefault("server_start_s", {})[server_id] = time.monotonic() - t0
+        return server
 
     def _unit(self, unit: Unit, server, info: dict, state: SweepState, sha: str) -> bool:
         """Run one unit; False when the server died (the variant's remaining units wait)."""
