@@ -94,7 +94,8 @@ def view(requests: list[Request], engine: str) -> PeerView:
     notes = []
     if len(first) < len(requests):
         notes.append(f"bench_serving's speed-bench dataset sends only turns[0]: {len(requests) - len(first)} later "
-                     "turn(s) left out")
+                     "turn(s) left out; the first turns' timings were taken while those later turns shared the "
+                     "server")
     figures = request_figures(first)
     if engine != "sglang":
         notes.append(f"accept_length is read from SGLang's /server_info: none for engine {engine!r}")

@@ -149,7 +149,8 @@ def view(requests: list[Request], engine: str, counter_entry: dict | None = None
     first = [r for r in requests if r.turn_index == 0]
     if len(first) < len(requests):
         notes.append(f"vllm bench serve sends only each row's first turn: {len(requests) - len(first)} later "
-                     "turn(s) left out of these figures")
+                     "turn(s) left out of these figures; the first turns' timings were taken while those later "
+                     "turns shared the server")
     figures = request_figures(first)
     basis = "requests"
     if engine != "vllm":
