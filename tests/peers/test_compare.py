@@ -161,3 +161,20 @@ def test_compare_rows_without_a_view_value_say_why():
     rows = compare("aiperf", {"figures": {"spec_decode_acceptance_length": 2.0}},
                    {"figures": {}, "notes": ["aiperf 0.13 adapts vLLM's per-request statistics only"]}, {})
     assert rows[0].verdict == MISSING and "vLLM's per-request" in rows[0].cause
+
+
+def test_aiperf_export_compared_on_the_run(run_dir, tmp_path):
+    # aiperf over RUN: steps 2 + 2, accepted 5 + 1, drafted 6 + 6; request ALs 3.5 and 1.5
+    export = {"aiperf_version": "0.13.0",
+              "spec_decode_acceptance_length": {"unit": "ratio", "avg": 2.5},
+              "spec_decode_token_weighted_acceptance_length": {"unit": "ratio", "avg": 2.5},
+              "spec_decode_overall_draft_acceptance_rate": {"unit": "%", "avg": 50.0},
+              "total_spec_decode_steps": {"unit": "count", "avg": 4}, "request_count": {"unit": "requests", "avg": 2},
+              "total_osl": {"unit": "tokens", "avg": 12}}
+    (tmp_path / "aiperf").mkdir()
+    (tmp_path / "aiperf" / "profile_export_aiperf.json").write_text(json.dumps(export))
+    assert main(["compare", str(tmp_path / "aiperf"), str(run_dir), "--json", str(tmp_path / "rows.json")]) == 0
+    rows = {r["figure"]: r for r in json.loads((tmp_path / "rows.json").read_text())["rows"]}
+    assert all(r["verdict"] == EQUAL for r in rows.values()), rows
+    assert rows["spec_decode_acceptance_length"]["ours_name"] == "acceptance_length_request_weighted"
+    assert rows["spec_decode_acceptance_length"]["ours"] == pytest.approx(2.5)
