@@ -106,6 +106,11 @@ def main() -> None:
     print(f"pool cap {stats['pool_cap']}; pools after de-duplication: {pools}")
     removed = {c: s["near_duplicates_removed"] for c, s in stats["categories"].items() if s["near_duplicates_removed"]}
     print(f"near-duplicates removed by FAISS (cosine >= {stats['dedup_threshold']}): {removed}")
+    variants = {c: s.get("template_variants_removed", 0) for c, s in stats["categories"].items()}
+    print(f"template variants removed (MinHash, character 5-grams): {variants}")
+    multi = {c: f"{s['multiturn']} ({s['multiturn'] / max(1, s['selected']):.3f})" for c, s in stats["categories"].items()}
+    print(f"multi-turn rows: {stats['multiturn_rows']} of {results['warm'][3]['rows']} "
+          f"(share {stats['multiturn_rows'] / max(1, results['warm'][3]['rows']):.3f}; paper: about 20%); per category {multi}")
     print(f"median first-turn ISL (o200k) over all rows: {stats['median_first_turn_isl_o200k']:.0f} (paper, Table 3: 141)")
     print(category_table(stats))
     if "## Diversity report" in stdout:
