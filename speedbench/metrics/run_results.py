@@ -180,6 +180,8 @@ def compute_results(run: str | Path | RunFolder, tolerance: float = AGREEMENT_TO
         "engine": manifest.engine, "model_id": manifest.model_id,
         "engine_version": manifest.engine_version, "dataset_config": manifest.dataset_config,
         "manifest": MANIFEST_NAME, "records": RECORDS_NAME, "points": points,
+        # the subset a run took of its config (client/data/selection.py); partial: not every row
+        "selection": (manifest.options or {}).get("selection"),
     })
 
 

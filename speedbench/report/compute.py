@@ -303,12 +303,23 @@ def _run_summary(run: RunFolder, full: bool = True) -> dict[str, Any]:
     return summary
 
 
+def _partial_config_rows(run: RunFolder) -> list[dict]:
+    """A flag when the run took a subset of its config (``--limit``, ``--categories``, ``--per-category``)."""
+    selection = (run.manifest.options or {}).get("selection") or {}
+    if not selection.get("partial"):
+        return []
+    taken = ", ".join(f"{c} {n}" for c, n in selection["rows_per_category"].items() if n)
+    return [{"run": run.run_id, "point": "", "flag": "partial_config", "kind": "subset", "count": selection["rows"],
+             "detail": f"{selection['rows']} of the config's {selection['config_rows']} rows ({taken})"}]
+
+
 def compute_report(runs: list[RunFolder], options: ReportOptions | None = None) -> ReportData:
     options = options or ReportOptions()
     analysed: dict[tuple[str, str], dict] = {}
     points, acceptance, positions, flags = [], [], [], []
     details: dict[str, Any] = {}
     for run in runs:
+        flags += _partial_config_rows(run)
         records_by_point = run.measured_points
         for point in analyse_run(run, options):
             name = point["run_point"]
