@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 from pathlib import Path
@@ -62,8 +63,11 @@ def run(args: argparse.Namespace) -> int:
     except PlanError as error:
         print(f"speedbench sweep: {error}", file=sys.stderr)
         return 2
-    def _stop_on_term(signum, frame):  # a batch system's SIGTERM stops as cleanly as Ctrl-C
-        raise KeyboardInterrupt
+    def _stop_on_term(signum, frame):
+        # A batch system's SIGTERM stops as cleanly as Ctrl-C: it becomes a SIGINT, which the
+        # client's event loop turns into a cancellation (an exception raised here instead could
+        # land inside a transport callback, where the loop would only log it).
+        os.kill(os.getpid(), signal.SIGINT)
 
     signal.signal(signal.SIGTERM, _stop_on_term)
     runner = SweepRunner(plan, args.out, progress=not args.no_progress,
