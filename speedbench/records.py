@@ -173,6 +173,9 @@ class TurnRecord:
     output_token_ids: list[int] | None = None
     output_token_ids_source: str | None = None
     attempts: int = 1  # 2 when a stale kept-alive connection failed before any response and was retried
+    # The largest lag of the client's event loop while the request was in flight (None: not sampled;
+    # speedbench.metrics.client_timing): chunk stamps wait for the loop too.
+    client_loop_lag_ns: int | None = None
     format_version: int = RECORD_FORMAT_VERSION
 
     @property

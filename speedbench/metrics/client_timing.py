@@ -11,6 +11,9 @@ not an impossible engine, an unmeasured one.
 - a chunk *shares a read* when its stamp equals the previous chunk's (``chunk_ns[i] == chunk_ns[i-1]``);
   their share is reported per load point: reads that carry several chunks blur the step times
   (a busy machine at 1 ms steps: about half the chunks), without erasing them;
+- the event loop's lag: a task sleeps 5 ms again and again in each worker
+  (``client/execution/loop_lag.py``); every record carries the largest lateness seen while it was
+  in flight (``client_loop_lag_ns``), and each point reports its p50 / p99 / max over requests;
 - a record is *client-lagged* when its decode has no timing left: all its token chunks after the
   first arrived in one read (at least two of them), or the whole record did. Its inter-token
   times, its per-user speed and its end are the client's.
@@ -54,6 +57,8 @@ class ClientTiming:
     num_chunks: int
     num_chunks_sharing_a_read: int
     num_records_in_one_read: int
+    # the client's event-loop lag while each request was in flight (TurnRecord.client_loop_lag_ns)
+    loop_lag_ms: dict | None = None
 
     @property
     def client_lagged_share(self) -> float | None:
@@ -63,7 +68,7 @@ class ClientTiming:
         return {"num_records": self.num_records, "num_client_lagged": self.num_client_lagged,
                 "client_lagged_share": self.client_lagged_share, "num_chunks": self.num_chunks,
                 "num_chunks_sharing_a_read": self.num_chunks_sharing_a_read,
-                "num_records_in_one_read": self.num_records_in_one_read,
+                "num_records_in_one_read": self.num_records_in_one_read, "loop_lag_ms": self.loop_lag_ms,
                 "chunks_sharing_a_read_share": (self.num_chunks_sharing_a_read / self.num_chunks
                                                 if self.num_chunks else None)}
 
@@ -75,7 +80,13 @@ def client_timing(records) -> ClientTiming:
     for r in records:
         stamps = {t for t, n in zip(r.chunk_ns, r.chunk_tokens) if n > 0}
         one_read += sum(1 for n in r.chunk_tokens if n > 0) >= 2 and len(stamps) == 1
+    lags = sorted(r.client_loop_lag_ns for r in records if getattr(r, "client_loop_lag_ns", None) is not None)
+    loop_lag = None
+    if lags:  # per request: the largest lag while it was in flight; nearest-rank percentiles
+        rank = lambda q: lags[min(len(lags) - 1, max(0, -(-len(lags) * q // 100) - 1))]  # noqa: E731
+        loop_lag = {"requests": len(lags), "p50": rank(50) / 1e6, "p99": rank(99) / 1e6, "max": lags[-1] / 1e6}
     return ClientTiming(
+        loop_lag_ms=loop_lag,
         num_records=len(records), num_client_lagged=sum(client_lagged(r) for r in records),
         num_chunks=sum(sum(1 for n in r.chunk_tokens if n > 0) for r in records),
         num_chunks_sharing_a_read=sum(shared_read_chunks(r.chunk_ns, r.chunk_tokens) for r in records),

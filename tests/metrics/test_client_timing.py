@@ -66,3 +66,15 @@ def test_results_leave_lagged_records_out_of_latency_and_report_them():
     assert latency["user_tps"]["count"] == 2
     assert any(flag.startswith("client_lag: 1 of 3 request(s)") for flag in point.flags)
     assert not point.consistency  # the lagged record is not an impossible engine
+
+
+def test_loop_lag_spread_per_point():
+    """Nearest-rank p50 / p99 / max of the records' loop lags, by hand: 1, 2, 3, 40 ms -> 2, 40, 40."""
+    records = []
+    for i, lag_ms in enumerate([3, 1, 40, 2]):
+        r = _record([100, 200], [1, 4], f"c4/q{i}/0")
+        r.client_loop_lag_ns = lag_ms * 1_000_000
+        records.append(r)
+    records.append(_record([100, 200], [1, 4], "c4/old/0"))  # a record written before the field: not counted
+    assert client_timing(records).loop_lag_ms == {"requests": 4, "p50": 2.0, "p99": 40.0, "max": 40.0}
+    assert client_timing(records[-1:]).loop_lag_ms is None
