@@ -19,7 +19,7 @@ def test_the_demo_plan(tmp_path, models_dir, monkeypatch):
     assert plan.tokenizer == str(models_dir)
     units = plan_units(plan, tmp_path)
     check_units(plan, units)
-    assert len(units) == 6
+    assert len(units) == 9  # 3 variants x (lite_qualitative, lite_throughput_1k, random_1k)
 
 
 def test_the_real_deployment_plan(tmp_path, monkeypatch):
