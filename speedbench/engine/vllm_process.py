@@ -4,8 +4,8 @@ It runs under the Python of ``.venv-vllm`` (vLLM's pins conflict with ours, so s
 importable there): ``.venv-vllm/bin/python speedbench/engine/vllm_process.py``. The protocol is
 the one of ``server_process.py`` (the llama.cpp child): the first stdin line is a JSON object
 ``{"argv": [...], "env": {...}, "host": ..., "port": ...}``; the supervisor picks a free port when
-``port`` is 0, starts ``vllm serve`` in a session of its own, prints ``{"url": ..., "pid": ...}``
-and then blocks reading stdin. When the parent closes stdin or dies (which closes it too), or
+``port`` is 0, starts ``vllm serve`` in a session of its own with its stdout and stderr both on the
+supervisor's stderr (the log), prints ``{"url": ..., "pid": ...}`` and then blocks reading stdin. When the parent closes stdin or dies (which closes it too), or
 sends SIGTERM, the whole vLLM process group (API server and engine core) gets SIGTERM, then
 SIGKILL after a grace period; whatever is left of the group when the server's leader exits (on
 its own or after SIGTERM) gets SIGKILL too. vLLM itself also gets SIGTERM through
@@ -67,8 +67,11 @@ def main() -> int:
     # (SGLang: speedbench/engine/sglang_launch.py).
     python_args = request.get("python_args") or ["-m", "vllm.entrypoints.cli.main", "serve"]
     argv = [sys.executable, *python_args, *request["argv"], "--host", host, "--port", str(port)]
+    # The server's stdout joins its stderr (the log): the parent reads only the announcement line
+    # from ours, so a server writing there (uvicorn's access log, one line per /health poll or
+    # request) would fill the pipe and block; SGLang's warm-up hung that way.
     process = subprocess.Popen(argv, env={**os.environ, **request["env"]}, stdin=subprocess.DEVNULL,
-                               start_new_session=True, preexec_fn=_die_with_parent)
+                               stdout=sys.stderr.fileno(), start_new_session=True, preexec_fn=_die_with_parent)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
 

@@ -1,10 +1,13 @@
-"""The supervisor SGLang shares with vLLM (``speedbench/engine/vllm_process.py``) leaves no process
-of the server's group behind, even when the server's leader exits before its children.
+"""The supervisor SGLang shares with vLLM (``speedbench/engine/vllm_process.py``): it leaves no
+process of the server's group behind, even when the server's leader exits before its children,
+and a server that writes a lot to its stdout never blocks on it.
 
 A real SGLang detokenizer once outlived its launcher (ppid 1, still holding a GB). Here the
 "server" is a small Python leader that starts a child ignoring SIGTERM (as a busy or stuck
-worker would), tells us the child's pid on the shared stdout, then either exits on its own or
-waits for the supervisor's SIGTERM. Either way the child must be gone once the supervisor is.
+worker would), tells us the child's pid (on its stdout, which the supervisor sends to its own
+stderr, the log), then either exits on its own or waits for the supervisor's SIGTERM. Either way
+the child must be gone once the supervisor is. And a real SGLang hung in its warm-up because its
+access log (on stdout) filled the pipe that only the announcement line is read from.
 """
 from __future__ import annotations
 
@@ -20,6 +23,10 @@ from speedbench.engine.vllm import SUPERVISOR
 _CHILD = "import signal; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); signal.pause()"
 _LEADER = f"""
 import subprocess, sys
+if sys.argv[1] == "chatty":
+    sys.stdout.write("x" * 1_000_000)  # far more than a pipe holds
+    sys.stdout.flush()
+    sys.exit(4)
 child = subprocess.Popen([sys.executable, "-c", {_CHILD!r}], stdout=subprocess.PIPE)
 assert child.stdout.readline() == b"ready\\n"
 print("child", child.pid, flush=True)
@@ -33,14 +40,31 @@ signal.pause()  # until the supervisor's SIGTERM (default action: exit)
 def _start(mode: str) -> tuple[subprocess.Popen, int]:
     """The supervisor with the leader above; returns it and the child's pid."""
     supervisor = subprocess.Popen([sys.executable, str(SUPERVISOR)], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE)
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     request = {"python_args": ["-c", _LEADER, mode], "argv": [], "env": {}, "host": "127.0.0.1", "port": 0}
     supervisor.stdin.write((json.dumps(request) + "\n").encode())
     supervisor.stdin.flush()
-    lines = [supervisor.stdout.readline().decode(), supervisor.stdout.readline().decode()]
-    child = next(int(line.split()[1]) for line in lines if line.startswith("child "))
-    assert any(json.loads(line).get("url") for line in lines if line.startswith("{")), lines
-    return supervisor, child
+    announced = json.loads(supervisor.stdout.readline())  # the supervisor's stdout: this line only
+    assert announced["url"].startswith("http://127.0.0.1:") and announced["pid"] > 0
+    line = supervisor.stderr.readline().decode()  # the server's stdout went to the log
+    assert line.startswith("child "), line
+    return supervisor, int(line.split()[1])
+
+
+def test_a_server_writing_much_to_stdout_does_not_block():
+    """With the server's stdout on the parent's pipe, 1 MB would block the leader forever (the
+    parent reads one line); on the log it is written and the leader exits with its own status."""
+    supervisor = subprocess.Popen([sys.executable, str(SUPERVISOR)], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    request = {"python_args": ["-c", _LEADER, "chatty"], "argv": [], "env": {}, "host": "127.0.0.1", "port": 0}
+    supervisor.stdin.write((json.dumps(request) + "\n").encode())
+    supervisor.stdin.flush()
+    assert json.loads(supervisor.stdout.readline())["url"]
+    try:
+        assert supervisor.wait(timeout=120) == 4
+    finally:
+        supervisor.kill()  # a blocked leader dies with the supervisor (PR_SET_PDEATHSIG)
+    assert supervisor.stdout.read() == b""  # nothing but the announcement on the supervisor's stdout
 
 
 def _gone(pid: int, timeout_s: float = 60.0) -> bool:
