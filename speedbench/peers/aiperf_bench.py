@@ -20,6 +20,9 @@ metrics in ``aiperf/metrics/types/`` and ``aiperf/dataset/loader/speed_bench.py`
   instead of 1 with ``--per-chunk-usage``), ``output_token_throughput_per_user = 1 / ITL`` per
   request, ``output_token_throughput = total osl / benchmark duration``. Exported per metric as
   ``{unit, avg, p1 .. p99, min, max, std}`` (times in ms).
+- Against SGLang, its console also shows statistics over time of the scraped ``/metrics`` gauges
+  ``sglang:spec_accept_length`` / ``spec_accept_rate`` (``aiperf/exporters/sglang/``): not per request,
+  and not computed here.
 - The SPEED-Bench loader reads JSONL rows with a 32-character ``question_id``, ``category`` and
   ``messages`` (role/content; the placeholder text refused) and sends every message as a turn
   (``multi_turn``), or only the first.
