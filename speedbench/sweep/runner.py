@@ -28,7 +28,7 @@ from speedbench.sweep.server import (
     write_json,
 )
 from speedbench.sweep.state import SweepState
-from speedbench.sweep.units import Unit, check_units, options_sha256, plan_units
+from speedbench.sweep.units import Unit, check_units, plan_units, unit_sha256
 
 SERVERS_DIR = "servers"
 ENGINE_NAME = "engine.json"  # read by speedbench.report (speculation, K, label)
@@ -102,7 +102,7 @@ class SweepRunner:
         (self.out / "plan.toml").write_text(self.plan.text, encoding="utf-8")
         state.add("invocation", plan=str(self.plan.path), plan_sha256=self.plan.sha256)
         options = {u.unit_id: u.options(self.plan, "") for u in self.units}
-        hashes = {name: options_sha256(o) for name, o in options.items()}
+        hashes = {u.unit_id: unit_sha256(self.plan, u) for u in self.units}
         pending = [u for u in self.units if not state.unit_done(u.unit_id, hashes[u.unit_id], u.run_dir)]
         total = sum(len(o.points()) for o in options.values())
         todo_points = sum(len(options[u.unit_id].points()) for u in pending)
@@ -222,10 +222,10 @@ class SweepRunner:
             # without any stands.
             if self._server_died(server, unit, offset, state):
                 return False
-            state.add("unit_done", unit=unit.unit_id, options_sha256=sha, seconds=time.monotonic() - t0)
+            state.add("unit_done", unit=unit.unit_id, inputs_sha256=sha, seconds=time.monotonic() - t0)
             self.outcome.finished.append(unit.unit_id)
             return False
-        state.add("unit_done", unit=unit.unit_id, options_sha256=sha, seconds=time.monotonic() - t0)
+        state.add("unit_done", unit=unit.unit_id, inputs_sha256=sha, seconds=time.monotonic() - t0)
         self.outcome.finished.append(unit.unit_id)
         return True
 

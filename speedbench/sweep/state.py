@@ -3,7 +3,7 @@
 One JSON line per event (a unit finished, a server started, failed, died or was stopped), each
 appended with one ``write`` and flushed, so a sweep killed at any moment leaves complete lines
 (a torn last line is ignored). A unit counts as finished when its ``unit_done`` event carries
-the same run options as the plan now gives it and its ``results.json`` exists: finished units
+the same inputs as the plan now gives it (``units.unit_sha256``) and its ``results.json`` exists: finished units
 are never rerun and their variant's server is not even started.
 """
 from __future__ import annotations
@@ -39,9 +39,9 @@ class SweepState:
         self.events.append(entry)
         return entry
 
-    def unit_done(self, unit_id: str, options_sha256: str, run_dir: Path) -> bool:
+    def unit_done(self, unit_id: str, inputs_sha256: str, run_dir: Path) -> bool:
         return (run_dir / "results.json").exists() and any(
-            e["event"] == "unit_done" and e.get("unit") == unit_id and e.get("options_sha256") == options_sha256
+            e["event"] == "unit_done" and e.get("unit") == unit_id and e.get("inputs_sha256") == inputs_sha256
             for e in self.events)
 
     def unfinished_servers(self) -> list[dict[str, Any]]:

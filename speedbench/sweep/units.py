@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -60,11 +60,13 @@ def plan_units(plan: Plan, out: Path) -> list[Unit]:
     return units
 
 
-def options_sha256(options) -> str:
-    """What makes two invocations of a unit the same measurement (not the URL, folder or progress)."""
-    data = asdict(options)
-    for key in ("url", "out", "progress"):
-        data.pop(key, None)
+def unit_sha256(plan: Plan, unit: Unit) -> str:
+    """What makes two invocations of a unit the same measurement, from the plan: the run options
+    as written, the dataset, config and tokenizer, the engine and K (not the URL or the folder).
+    Taken from the plan rather than from ``RunOptions`` so that a newer speedbench, whose options
+    gained a field, still recognises the runs an older one finished."""
+    data = {"run": unit.values(plan), "dataset": unit.workload.dataset, "config": unit.workload.config,
+            "tokenizer": plan.tokenizer, "engine": unit.variant.engine, "k": unit.variant.k}
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
 
 

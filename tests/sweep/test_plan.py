@@ -161,3 +161,19 @@ def test_key_lines_follow_toml_structure():
     assert lines.line(("v", 1, "n")) == 16 and lines.line(("v", 1, "d", "e")) == 17
     assert lines.line(("v", 1, "missing")) == 15  # the nearest ancestor written: the [[v]] header
     assert ("line",) not in lines.lines and ("s",) in lines.lines
+
+
+def test_a_unit_is_the_same_measurement_while_its_inputs_are(tmp_path):
+    from speedbench.sweep.units import plan_units, unit_sha256
+
+    def shas(text):
+        plan = _plan(tmp_path, text)
+        return {u.unit_id: unit_sha256(plan, u) for u in plan_units(plan, tmp_path)}
+
+    base = shas(HEAD + VARIANTS)
+    assert shas(HEAD.replace('title = "t"', 'title = "renamed"') + VARIANTS) == base
+    changed = shas(HEAD.replace("max_tokens = 16", "max_tokens = 32") + VARIANTS)
+    assert set(changed) == set(base) and all(changed[u] != base[u] for u in base)
+    # another draft length is another unit; the baseline's inputs do not change with it
+    more = shas(HEAD + VARIANTS.replace("k = [2, 3, 5]", "k = [2, 3, 5, 6]"))
+    assert {u: more[u] for u in base} == base and "eagle-k6.lite_qualitative.r1" in more
