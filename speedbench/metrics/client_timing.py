@@ -18,8 +18,9 @@ not an impossible engine, an unmeasured one.
   first arrived in one read (at least two of them), or the whole record did. Its inter-token
   times, its per-user speed and its end are the client's.
 
-Client-lagged records keep their tokens, outputs and acceptance (counts do not depend on time),
-but are left out of the latency and per-user speed figures, which report how many were left out
+Client-lagged records keep their tokens, outputs, acceptance (counts do not depend on time), TTFT
+and E2E (measured from the scheduled send, these include the client's lateness by design), but are
+left out of the step latency, TPOT and per-user speed figures, which report how many were left out
 (``speedbench.metrics.run_results``), and the consistency rule ``bounds.user_tps`` does not judge
 them (``speedbench.consistency``). The leaderboard refuses a bundle only when their share at a
 load point exceeds ``MAX_CLIENT_LAGGED_SHARE``.

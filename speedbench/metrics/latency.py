@@ -253,8 +253,8 @@ class LatencySummary(JsonDataclass):
     tokens_per_request: DistributionStats
     tokens_per_step: DistributionStats
     per_category: dict[str, dict]
-    # Requests left out of the per-request latency and per-user speed distributions because their
-    # chunk times are the client's (speedbench.metrics.client_timing); counted in the throughput.
+    # Requests left out of the step latency, TPOT and per-user speed distributions because their
+    # decode reached the client in one read (speedbench.metrics.client_timing); counted elsewhere.
     num_client_lagged: int = 0
 
 
@@ -268,8 +268,10 @@ def summarize_latency(
     """All latency/throughput figures of a run, optionally split by category.
 
     ``timed`` (one bool per request, default all True) marks the requests whose chunk times are
-    the engine's: the others (client-lagged) count in the tokens and throughput but not in the
-    per-request distributions (TTFT, E2E, step latency, TPOT, per-user speed)."""
+    the engine's: the others (client-lagged: their decode reached the client in one read) count in
+    the tokens, throughput, TTFT and E2E (measured from the scheduled send, they include the
+    client's own lateness by design) but not in the decode-time distributions (step latency, TPOT,
+    per-user speed), which they would fill with zeros."""
     per = per_request_latency(timings)
     mask = np.ones(timings.num_requests, dtype=bool) if timed is None else np.asarray(timed, dtype=bool)
     if mask.size != timings.num_requests:
@@ -299,8 +301,8 @@ def summarize_latency(
         request_throughput=float(has.sum() / span) if has.any() and span > 0 else float("nan"),
         requested_concurrency=requested_concurrency,
         achieved_concurrency=achieved_concurrency(per.e2e, span) if has.any() else float("nan"),
-        ttft=distribution_stats(timed_per.ttft),
-        e2e=distribution_stats(timed_per.e2e),
+        ttft=distribution_stats(per.ttft),
+        e2e=distribution_stats(per.e2e),
         step_latency=distribution_stats(gaps),
         tpot=distribution_stats(tpot_per_token(gaps, gap_tokens)),
         tpot_request_mean=distribution_stats(timed_per.tpot),

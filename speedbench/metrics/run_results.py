@@ -143,7 +143,7 @@ def analyse_point(point: str, records: list[TurnRecord], engine: str, counter_en
     first = measured[0] if measured else None
     health = client_timing(ok)
     lag_flags = ([f"client_lag: {health.num_client_lagged} of {health.num_records} request(s) reached the client in "
-                  "shared reads (a busy client), left out of the latency and per-user speed figures"]
+                  "one read (a busy client), left out of the step latency, TPOT and per-user speed figures"]
                  if health.num_client_lagged else [])
     return PointResult(
         run_point=point, load_shape=first.load_shape if first else None,

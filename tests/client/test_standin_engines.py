@@ -147,15 +147,24 @@ def test_multiturn_history_holds_the_models_answers(engine_runs, target_tokenize
                     {"role": "user", "content": row.turns[2]}]
         if engine == "trtllm":
             expected = target_tokenizer.encode_chat(messages)
-        else:  # split the rendered text at the answers' own text, put their generated ids between
+        else:  # the whole conversation encoded at once, each answer's tokens replaced by the generated ids
             text = target_tokenizer.render_chat(messages)
-            first, rest = text.split(answers[0], 1)
-            middle, last = rest.split(answers[1], 1)
-            head = (target_tokenizer.encode(first) if target_tokenizer.has_chat_template
-                    else target_tokenizer.encode_completion(first))
+            encode = (target_tokenizer.encode if target_tokenizer.has_chat_template
+                      else target_tokenizer.encode_completion)
+            whole = encode(text)
+            # where each answer starts and ends in the whole encoding, from the encodings of the text's
+            # prefixes (each a prefix of the whole: no token spans an answer's edge here)
+            cuts = []
+            at = 0
+            for answer in answers:
+                start = text.index(answer, at)
+                at = start + len(answer)
+                for prefix in (encode(text[:start]), encode(text[:at])):
+                    assert whole[:len(prefix)] == prefix
+                    cuts.append(len(prefix))
             lengths = [records[(row.question_id, t)]["output_tokens"] for t in range(2)]
-            expected = (head + _standin_ids(lengths[0]) + target_tokenizer.encode(middle)
-                        + _standin_ids(lengths[1]) + target_tokenizer.encode(last))
+            expected = (whole[:cuts[0]] + _standin_ids(lengths[0]) + whole[cuts[1]:cuts[2]]
+                        + _standin_ids(lengths[1]) + whole[cuts[3]:])
         assert run["server"].truth[records[(row.question_id, 2)]["response_id"]]["prompt_ids"] == expected
 
 
