@@ -46,8 +46,8 @@ def sweep_views(plan: Plan, units: list[Unit], data) -> dict[str, Any]:
         "position_rates": [_tag(r, by_run[r["run"]]) for r in data.position_rates
                            if r["run"] in by_run and r["category"] == "all"],
         "speedup": declared_pairs(data.speedup, by_run),
-        # measured and Appendix-G speedup per category (speedbench.report.category_speedup), where the report has it
-        "speedup_by_category": declared_pairs(getattr(data, "speedup_by_category", None) or [], by_run),
+        # measured and Appendix-G speedup per category (speedbench.report.category_speedup)
+        "speedup_by_category": declared_pairs(data.speedup_by_category, by_run),
         "best_draft_length": best_draft_rows(plan, points),
         "random_vs_real": random_vs_real(points),
         "pareto": pareto_points(plan, points),

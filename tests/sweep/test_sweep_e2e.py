@@ -99,6 +99,9 @@ def _report_equals_speedbench_report(out, runs, tmp_path):
     assert {(r["sd_run"], r["baseline_run"]) for r in views["speedup"]} == {
         (f"draft-k{k}.{w}.r{n}", f"baseline.{w}.r{n}") for k in (2, 4)
         for w, repeats in (("lite_qualitative", 1), ("lite_throughput_1k", 2)) for n in range(1, repeats + 1)}
+    for row in views["speedup_by_category"]:  # per category, for the declared pairs only
+        assert {k: v for k, v in row.items() if k not in added} in theirs["speedup_by_category"]
+    assert {r["category"] for r in views["speedup_by_category"]} >= {"low_entropy", "mixed", "high_entropy"}
     their_acceptance = theirs["acceptance"]
     for row in views["acceptance"]:
         assert {k: v for k, v in row.items() if k not in added} in their_acceptance
