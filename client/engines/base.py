@@ -11,7 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from speedbench.metrics.counter_sources import CounterAcceptance, counter_acceptance
+from speedbench.options import option
 from speedbench.records import EngineSpecStats
+
+REQUESTS = "requests"  # the --help group of the options every request carries
 
 
 @dataclass
@@ -23,14 +26,19 @@ class SamplingOptions:
     about 650 output tokens on the Qualitative split and 2.4k at 16k ISL; 4096 leaves room, and
     requests that hit the cap are counted in the results), natural stopping at EOS
     (``ignore_eos`` False; turn it on for throughput runs that need fixed output lengths), and a
-    fixed seed so that sampled runs can be repeated.
+    fixed seed so that sampled runs can be repeated. Each field is also a flag of ``speedbench run``
+    (``speedbench.options``).
     """
 
-    max_tokens: int = 4096
-    temperature: float = 0.0
-    ignore_eos: bool = False
-    seed: int | None = 0
-    top_p: float | None = None
+    max_tokens: int = option("--max-tokens", default=4096, parse=int, group=REQUESTS,
+                             help="output tokens per request")
+    temperature: float = option("--temperature", default=0.0, parse=float, group=REQUESTS,
+                                help="sampling temperature; 0 is greedy")
+    ignore_eos: bool = option("--ignore-eos", default=False, group=REQUESTS,
+                              help="generate exactly --max-tokens tokens")
+    seed: int | None = option("--seed", default=0, parse=int, group=REQUESTS, help="sampling seed sent to the engine")
+    top_p: float | None = option("--top-p", default=None, parse=float, group=REQUESTS,
+                                 help="top-p sent to the engine (unset: not sent)")
 
 
 class StreamError(Exception):
@@ -83,9 +91,14 @@ class EngineAdapter:
     perf_metrics_path: str | None = None
     # K when the engine's statistics do not carry it (SGLang: from the server info).
     draft_length: int | None = None
+    # The routes a user can choose (``--api``): "native" is the engine's own; SGLang adds "openai".
+    apis: tuple[str, ...] = ("native",)
 
     def __init__(self, url: str, sampling: SamplingOptions | None = None, model: str | None = None,
-                 extra_body: dict[str, Any] | None = None):
+                 extra_body: dict[str, Any] | None = None, api: str = "native"):
+        if api not in self.apis:
+            raise ValueError(f"--api {api}: the {self.name} adapter offers {', '.join(self.apis)}")
+        self.api = api
         self.url = url.rstrip("/")
         self.sampling = sampling or SamplingOptions()
         self.model = model

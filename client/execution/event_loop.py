@@ -23,7 +23,6 @@ from typing import Any, Callable
 import aiohttp
 
 from speedbench.client.engines import get_adapter
-from speedbench.client.engines.base import SamplingOptions
 from speedbench.client.data.workload import Conversation, encode_turn_exact, prompt_sha256
 from speedbench.client.execution.phase import (
     ClientSettings,
@@ -32,6 +31,7 @@ from speedbench.client.execution.phase import (
     PhaseSpec,
     record_key,
 )
+from speedbench.client.execution.loop_lag import LoopLagMonitor
 from speedbench.client.execution.stream import stream_request
 from speedbench.client.load.shapes import load_shape_for
 from speedbench.client.recording.writer import RecordWriter
@@ -62,6 +62,7 @@ class _PhaseContext:
     on_record: Callable[[TurnRecord], None] | None
     session: aiohttp.ClientSession | None = None
     budget_hit: list[str] = field(default_factory=list)
+    loop_lag: LoopLagMonitor | None = None  # the client's own lag, stamped on each record
 
 
 def _base_fields(ctx: _PhaseContext, conversation: Conversation, turn_index: int, key: str) -> dict[str, Any]:
@@ -84,7 +85,8 @@ def _turn_record(ctx: _PhaseContext, conversation: Conversation, turn_index: int
         chunks_are_steps=ctx.adapter.chunks_are_steps, output_tokens=result.output_tokens,
         output_text=result.output_text, finish_reason=result.finish_reason,
         response_id=result.response_id, engine_stats=result.engine_stats, error=result.error,
-        error_kind=result.error_kind, attempts=result.attempts)
+        error_kind=result.error_kind, attempts=result.attempts,
+        client_loop_lag_ns=ctx.loop_lag.max_lag_ns(result.send_ns, result.end_ns) if ctx.loop_lag else None)
     record.output_token_ids, record.output_token_ids_source = output_ids(result, ctx.tokenizer)
     return record
 
@@ -155,13 +157,13 @@ async def run_conversation(ctx: _PhaseContext, conversation: Conversation, sched
 async def run_phase(settings: ClientSettings, phase: PhaseSpec, conversations: list[Conversation], worker: int,
                     errors: ErrorCounter, on_record: Callable[[TurnRecord], None] | None = None) -> int:
     """Run this worker's conversations under the phase's load shape; returns records written."""
-    from speedbench.tokenization.target import TargetTokenizer
+    from speedbench.tokenization.target import load_tokenizer
 
-    adapter = get_adapter(settings.engine)(settings.url, SamplingOptions(**settings.sampling), settings.model,
-                                           settings.extra_body)
+    adapter = get_adapter(settings.engine)(settings.url, settings.sampling, settings.model,
+                                           settings.extra_body, api=settings.api)
     # Always loaded: multi-turn prompts need it, and so does re-encoding an answer whose ids the
     # engine did not send (TurnRecord.output_token_ids_source "reencoded").
-    tokenizer = TargetTokenizer.from_folder(settings.tokenizer_path)
+    tokenizer = load_tokenizer(settings.tokenizer, chat_template_kwargs=settings.chat_template_kwargs)
     shape = load_shape_for(phase)
     connector = aiohttp.TCPConnector(limit=shape.in_flight_limit, limit_per_host=shape.in_flight_limit,
                                      ttl_dns_cache=None, enable_cleanup_closed=True)
@@ -172,11 +174,16 @@ async def run_phase(settings: ClientSettings, phase: PhaseSpec, conversations: l
         async with aiohttp.ClientSession(connector=connector, read_bufsize=1 << 21,
                                          timeout=aiohttp.ClientTimeout(total=None)) as session:
             ctx.session = session
+            ctx.loop_lag = LoopLagMonitor()
+            ctx.loop_lag.start()
 
             async def run_one(conversation: Conversation, scheduled_ns: int) -> int:
                 return await run_conversation(ctx, conversation, scheduled_ns)
 
-            await shape.drive(conversations, phase.start_ns, run_one, lambda: bool(ctx.budget_hit))
+            try:
+                await shape.drive(conversations, phase.start_ns, run_one, lambda: bool(ctx.budget_hit))
+            finally:
+                await ctx.loop_lag.stop()
     finally:
         ctx.writer.close()
     if ctx.budget_hit:

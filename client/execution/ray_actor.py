@@ -126,7 +126,7 @@ class PhaseWorker:
         self._records = self.folder / f"phase-{self._phases}.jsonl"
         self._records.touch()
         self._status, self._errors, self._shift = None, _ClusterErrors(), (shift_ns, offset_ns)
-        local = replace(settings, records_path=str(self._records), tokenizer_path=self.tokenizer_path)
+        local = replace(settings, records_path=str(self._records), tokenizer=self.tokenizer_path)
         self._thread = threading.Thread(target=self._run, args=(local, phase, conversations, worker),
                                         name=f"speedbench-ray-worker-{worker}", daemon=True)
         self._thread.start()

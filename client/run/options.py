@@ -1,51 +1,99 @@
-"""``RunOptions``: everything ``speedbench run`` accepts, as one typed value (recorded in the manifest)."""
+"""``RunOptions``: everything ``speedbench run`` accepts, declared once.
+
+Each field is an option (``speedbench.options.option``): its flag, help, parser and default, and
+whether the manifest records it and a resume compares it. ``speedbench run``'s parser, the
+manifest's ``options``, the resume check and the workers' ``ClientSettings`` are all derived from
+these fields; adding a field adds the flag everywhere. The options every request needs (engine,
+URL, tokenizer, sampling, timeouts, ...) are declared in ``RequestOptions``, which this extends.
+"""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import argparse
+from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any
 
-from speedbench.client.engines.base import SamplingOptions
-from speedbench.settings import MAX_ERRORS, READ_TIMEOUT_S, REQUEST_TIMEOUT_S
+from speedbench import options as declared
+from speedbench.client.execution.phase import ClientSettings, RequestOptions
+from speedbench.options import names, option, positive_floats, positive_ints
+from speedbench.records import RECORDS_NAME
+from speedbench.settings import AGREEMENT_TOLERANCE, NUM_RESAMPLES
 
 DEFAULT_CONCURRENCY = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
-# Manifest options that must match for a resume (others, like --workers, may change).
+# The manifest's identity fields: a resume needs the same engine, server, dataset config and tokenizer.
 RESUME_KEYS = ("engine", "url", "dataset_config", "dataset_config_sha256", "tokenizer_sha256", "prompt_mode")
-RESUME_OPTIONS = ("sampling", "limit", "load_shape", "points", "warmup", "extra_body", "model")
+# Recorded options that are not fields but follow from them (``RunOptions.manifest_options``).
+DERIVED_RESUME_OPTIONS = ("load_shape", "points")
+
+DATASET, LOAD, ANALYSIS, OUTPUT = "dataset", "load", "analysis", "output"  # --help groups
 
 
 class RunConfigError(ValueError):
     pass
 
 
-@dataclass
-class RunOptions:
-    """Everything ``speedbench run`` accepts (recorded in the manifest)."""
+@dataclass(kw_only=True)
+class RunOptions(RequestOptions):
+    """Everything ``speedbench run`` accepts. Build it in code with keywords
+    (``RunOptions(engine=..., url=..., tokenizer=..., dataset=..., config=..., out=..., limit=8)``) or
+    from the command line's namespace with ``RunOptions.from_args(args)``."""
 
-    engine: str
-    url: str
-    tokenizer: str
-    dataset: str
-    config: str
-    out: str
-    limit: int | None = None
-    concurrency: list[int] = field(default_factory=lambda: list(DEFAULT_CONCURRENCY))
-    request_rates: list[float] | None = None  # open loop instead of closed loop when set
-    arrival_seed: int = 0
-    sampling: SamplingOptions = field(default_factory=SamplingOptions)
-    prompt_mode: str = "chat"
-    model: str | None = None
-    extra_body: dict[str, Any] = field(default_factory=dict)
-    workers: int = 1
-    ray: str | None = None  # a Ray cluster's address: the workers run there as actors (execution.ray_pool)
-    warmup: int = 0  # requests per load point run first and excluded from results
-    max_errors: int = MAX_ERRORS
-    request_timeout_s: float | None = REQUEST_TIMEOUT_S
-    read_timeout_s: float | None = READ_TIMEOUT_S
-    draft_length: int | None = None  # K for chunk-based acceptance when the engine does not say
-    agreement_tolerance: float = 0.02
-    num_resamples: int = 1000
-    progress: bool = True
-    online: bool = False  # a Hub dataset id may be fetched (else only the datasets cache is read)
+    dataset: str = option("--dataset", group=DATASET, help=(
+        "dataset folder written by `speedbench build` (data/<config>/*.parquet) or in the reference "
+        "framework's prepared layout (speed/<config>/test.parquet), or a Hub dataset id such as "
+        "nvidia/SPEED-Bench[@REVISION] (read from the datasets cache; see --online)"))
+    config: str = option("--config", group=DATASET, help="dataset config, e.g. qualitative, throughput_1k")
+    limit: int | None = option("--limit", default=None, parse=int, recorded=True, resume=True, group=DATASET,
+                               help="N rows, taken round-robin across categories (throughput: entropy tiers) in a "
+                                    "seeded order (docs/protocol.md)")
+    categories: list[str] | None = option("--categories", default=None, parse=names, recorded=True, resume=True,
+                                          group=DATASET, help="only these categories, comma-separated")
+    per_category: int | None = option("--per-category", default=None, parse=int, recorded=True, resume=True,
+                                      group=DATASET, help="at most N rows of each category (seeded order)")
+    # a Hub dataset id may be fetched (else only the datasets cache is read)
+    online: bool = option("--online", default=False, group=DATASET, help=(
+        "let a Hub --dataset be downloaded (HF_ENDPOINT, HF_TOKEN) into the datasets cache; without it only "
+        "the cache is read"))
+    concurrency: list[int] = option("--concurrency", default_factory=lambda: list(DEFAULT_CONCURRENCY),
+                                    parse=positive_ints, recorded=True, group=LOAD,
+                                    help="closed-loop concurrency sweep, comma-separated")
+    # open loop instead of closed loop when set
+    request_rates: list[float] | None = option("--request-rate", default=None, parse=positive_floats,
+                                               recorded=True, group=LOAD, help=(
+        "open loop instead: Poisson arrivals at these rates (requests/s), comma-separated"))
+    arrival_seed: int = option("--arrival-seed", default=0, parse=int, recorded=True, group=LOAD,
+                               help="seed of the Poisson arrivals")
+    # requests per load point run first and excluded from results
+    warmup: int = option("--warmup", default=0, parse=int, recorded=True, resume=True, group=LOAD,
+                         help="warmup requests per load point, run first and excluded from results")
+    workers: int = option("--workers", default=1, parse=int, recorded=True, group=LOAD,
+                          help="client processes; with --ray, Ray actors of one CPU each")
+    # a Ray cluster's address: the workers run there as actors (execution.ray_pool)
+    ray: str | None = option("--ray", default=None, metavar="auto|ADDRESS", recorded=True, group=LOAD, help=(
+        "run the --workers as Ray actors spread over a Ray cluster's nodes: auto (the cluster this host "
+        "joined with `ray start`) or the head's HOST:PORT; needs pip install 'speed-bench[ray]' on every "
+        "node"))
+    # K for chunk-based acceptance when the engine does not say
+    draft_length: int | None = option("--draft-length", default=None, parse=int, recorded=True, group=ANALYSIS,
+                                      help="K, for chunk-based acceptance when the engine does not report it")
+    agreement_tolerance: float = option("--tolerance", default=AGREEMENT_TOLERANCE, parse=float, recorded=True,
+                                        group=ANALYSIS,
+                                        help="relative AL difference between sources that is flagged")
+    num_resamples: int = option("--resamples", default=NUM_RESAMPLES, parse=int, recorded=True, group=ANALYSIS,
+                                help="bootstrap resamples for CIs")
+    out: str = option("--out", group=OUTPUT, help="run folder (created; resumed when it exists)")
+    progress: bool = option("--no-progress", default=True, group=OUTPUT, help="no progress bar")
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        """Every declared flag on ``parser`` (``speedbench run``'s, or a tool's that wraps it)."""
+        declared.add_arguments(parser, cls)
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace, **overrides) -> "RunOptions":
+        """From a namespace parsed by a parser given ``add_arguments``; flags not given keep the
+        defaults above; ``overrides`` by field name."""
+        return declared.from_args(cls, args, **overrides)
 
     @property
     def load_shape(self) -> str:
@@ -57,12 +105,14 @@ class RunOptions:
         return [(f"c{c}", int(c), None) for c in self.concurrency]
 
     def manifest_options(self) -> dict[str, Any]:
-        return {
-            "sampling": asdict(self.sampling), "limit": self.limit, "load_shape": self.load_shape,
-            "points": [p[0] for p in self.points()], "concurrency": list(self.concurrency),
-            "request_rates": self.request_rates, "arrival_seed": self.arrival_seed, "warmup": self.warmup,
-            "workers": self.workers, "ray": self.ray, "max_errors": self.max_errors,
-            "request_timeout_s": self.request_timeout_s,
-            "read_timeout_s": self.read_timeout_s, "extra_body": self.extra_body, "model": self.model,
-            "agreement_tolerance": self.agreement_tolerance, "draft_length": self.draft_length, "num_resamples": self.num_resamples,
-        }
+        """The manifest's ``options``: every field declared ``recorded``, plus the load shape and points."""
+        return {**declared.recorded(self), "load_shape": self.load_shape, "points": [p[0] for p in self.points()]}
+
+    def client_settings(self) -> ClientSettings:
+        """What each worker gets: the request options and the records file."""
+        return ClientSettings(**{f.name: getattr(self, f.name) for f in fields(RequestOptions)},
+                              records_path=str(Path(self.out) / RECORDS_NAME))
+
+
+# Manifest options that must match for a resume (others, like --workers, may change).
+RESUME_OPTIONS = declared.resume_names(RunOptions) + DERIVED_RESUME_OPTIONS

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import platform
 import time
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 
 from speedbench.client.data.hub_dataset import hub_source
@@ -21,8 +21,10 @@ from speedbench.client.data.workload import (
     Conversation,
     dataset_fingerprint,
     dataset_manifest_hash,
-    load_conversations,
+    Selection,
+    read_conversations,
     resolve_dataset,
+    select,
     tokenize_first_turns,
 )
 from speedbench.client.engines import get_adapter
@@ -111,17 +113,20 @@ def _check_resume(path: Path, manifest: RunManifest) -> None:
 
 def execute_run(options: RunOptions, log=print) -> dict:
     """Run (or resume) the whole sweep; returns the results written to ``results.json``."""
-    from speedbench.tokenization.target import TargetTokenizer
+    from speedbench.tokenization.target import load_tokenizer
 
     out = Path(options.out)
     out.mkdir(parents=True, exist_ok=True)
     adapter_class = get_adapter(options.engine)
-    adapter = adapter_class(options.url, options.sampling, options.model, options.extra_body)
+    adapter = adapter_class(options.url, options.sampling, options.model, options.extra_body, api=options.api)
     adapter.check_options()  # fails early on fields the engine would reject
-    tokenizer = TargetTokenizer.from_folder(options.tokenizer)
-    # a Hub dataset id becomes a local folder first; from here on --dataset is that folder
-    options = replace(options, dataset=str(resolve_dataset(options.dataset, options.config, options.online)))
-    conversations = load_conversations(options.dataset, options.config, options.limit)
+    tokenizer = load_tokenizer(options.tokenizer, options.online, options.chat_template_kwargs)
+    # Hub ids become local folders first; from here on --dataset and --tokenizer are those folders
+    options = replace(options, dataset=str(resolve_dataset(options.dataset, options.config, options.online)),
+                      tokenizer=str(tokenizer.folder))
+    selected = select(read_conversations(options.dataset, options.config),
+                      Selection(options.categories, options.per_category, options.limit), options.config)
+    conversations = selected.rows
     if not conversations:
         raise RunConfigError(f"{options.dataset} config {options.config}: no rows to run")
     tokenize_first_turns(conversations, tokenizer, options.prompt_mode)
@@ -130,14 +135,10 @@ def execute_run(options: RunOptions, log=print) -> dict:
     baseline = options.draft_length == 0  # told there is no speculation: no source to miss
     for warning in [] if baseline else counter_warnings(options.engine, adapter.metrics_path, snapshot):
         log(f"warning: {warning}")
-    _write_manifest(options, out, description, conversations, tokenizer)
+    _write_manifest(options, out, description, conversations, tokenizer, selected.summary)
 
     records_path = out / RECORDS_NAME
-    settings = ClientSettings(
-        engine=options.engine, url=options.url, model=options.model, sampling=asdict(options.sampling),
-        extra_body=options.extra_body, tokenizer_path=str(options.tokenizer), prompt_mode=options.prompt_mode,
-        records_path=str(records_path), request_timeout_s=options.request_timeout_s,
-        read_timeout_s=options.read_timeout_s, max_errors=options.max_errors)
+    settings = options.client_settings()
     existing = load_existing(records_path)
     done, done_ids = done_maps(existing)
     progress = _progress_bar(options, conversations, existing)
@@ -188,7 +189,8 @@ def _ray_pool(options: RunOptions, log):
     return RayWorkerPool(options.ray, options.workers, options.tokenizer, options.out, log)
 
 
-def _write_manifest(options: RunOptions, out: Path, description: dict, conversations, tokenizer) -> None:
+def _write_manifest(options: RunOptions, out: Path, description: dict, conversations, tokenizer,
+                    selection: dict | None = None) -> None:
     manifest = RunManifest(
         engine=options.engine, url=options.url, model_id=description.get("model_id"),
         engine_version=description.get("engine_version"), server=description,
@@ -197,7 +199,9 @@ def _write_manifest(options: RunOptions, out: Path, description: dict, conversat
         dataset_manifest_sha256=dataset_manifest_hash(options.dataset),
         num_rows=len(conversations), tokenizer_path=str(Path(options.tokenizer).resolve()),
         tokenizer_sha256=tokenizer.sha256, chat_template=tokenizer.has_chat_template,
-        prompt_mode=options.prompt_mode, options=options.manifest_options(), client_version=_client_version(),
+        prompt_mode=options.prompt_mode, client_version=_client_version(),
+        # what the subset options took (rows per category, partial) and the Hub model --tokenizer named
+        options={**options.manifest_options(), "selection": selection, "tokenizer_source": tokenizer.source},
         python_version=platform.python_version(), created_unix_s=time.time(),
         dataset_source=hub_source(options.dataset))
     manifest_path = out / MANIFEST_NAME

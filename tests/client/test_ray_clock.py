@@ -145,7 +145,7 @@ def test_a_lost_open_loop_share_is_rerun_from_its_missing_conversations(tmp_path
     pool.actors = [_Actor(0, None, {}, estimate, {}), _Actor(1, None, {}, estimate, {}, alive=False)]
     logged = []
     pool.log = logged.append
-    settings = ClientSettings("vllm", "http://127.0.0.1:1", None, {}, {}, "tok", "chat", str(path))
+    settings = ClientSettings(engine="vllm", url="http://127.0.0.1:1", tokenizer="tok", records_path=str(path))
     again = pool._rerun_shares(settings, phase, {1: (lost_share, lost_mine, "ActorDiedError on h")})
     (rerun, mine), = again.values()
     assert list(again) == [0] and [c.question_id for c in mine] == ["q3", "q5"]
