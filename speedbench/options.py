@@ -99,18 +99,21 @@ def _help(spec: OptionSpec, default: Any) -> str:
     return text.replace("%", "%%")  # argparse formats help with %
 
 
-def add_arguments(parser, cls, groups: dict | None = None) -> None:
+def add_arguments(parser, cls, groups: dict | None = None, only: tuple[str, ...] | None = None) -> None:
     """One argparse option per declared flag of ``cls`` (nested dataclasses included), listed under
     its ``group`` in ``--help``.
 
     The defaults are the fields' own; a ``--no-X`` flag of a field that defaults to True stores
-    ``no_X`` (``from_args`` inverts it)."""
+    ``no_X`` (``from_args`` inverts it). ``groups``: argument groups made beforehand, by name (their
+    order and descriptions); ``only``: the field names to add (default: all)."""
     groups = {} if groups is None else groups
+    # a parser that prints defaults itself (ArgumentDefaultsHelpFormatter) gets the plain help
+    plain = issubclass(getattr(parser, "formatter_class", object), argparse.ArgumentDefaultsHelpFormatter)
     for field, spec in declared(cls):
         if spec.nested:
-            add_arguments(parser, _nested_class(field), groups)
+            add_arguments(parser, _nested_class(field), groups, only)
             continue
-        if spec.flag is None:
+        if spec.flag is None or (only is not None and field.name not in only):
             continue
         target = parser
         if spec.group:
@@ -118,7 +121,8 @@ def add_arguments(parser, cls, groups: dict | None = None) -> None:
                 groups[spec.group] = parser.add_argument_group(spec.group)
             target = groups[spec.group]
         default = default_of(field)
-        kwargs: dict[str, Any] = {"dest": _dest(spec), "default": default, "help": _help(spec, default)}
+        help_text = spec.help.replace("%", "%%") if plain else _help(spec, default)
+        kwargs: dict[str, Any] = {"dest": _dest(spec), "default": default, "help": help_text}
         if isinstance(default, bool):
             if default and not _inverted(field, spec):
                 raise TypeError(f"{cls.__name__}.{field.name}: a flag for a field that defaults to True "

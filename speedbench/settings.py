@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
+from speedbench.options import option
+
 # Engines the client speaks to (one adapter each) and the leaderboard accepts.
 ENGINE_NAMES = ("vllm", "sglang", "trtllm", "llamacpp", "openai")
 # Engines `speedbench serve` / LocalEngine can start on this machine.
@@ -29,6 +31,19 @@ AGREEMENT_TOLERANCE = 0.02
 # Bootstrap resamples behind every 95% confidence interval (seeded, so the same records give the
 # same interval; ``--resamples``).
 NUM_RESAMPLES = 1000
+
+
+@dataclass(kw_only=True)
+class AnalysisOptions:
+    """The analysis options ``speedbench run`` and ``speedbench report`` share, declared once
+    (``speedbench.options``); ``RunOptions`` and ``ReportOptions`` extend this class, and a command
+    that takes only one of them adds it with ``add_arguments(parser, AnalysisOptions, only=...)``."""
+
+    agreement_tolerance: float = option("--tolerance", default=AGREEMENT_TOLERANCE, parse=float, recorded=True,
+                                        group="analysis",
+                                        help="relative AL difference between acceptance sources that is flagged")
+    num_resamples: int = option("--resamples", default=NUM_RESAMPLES, parse=int, recorded=True, group="analysis",
+                                help="bootstrap resamples for the 95% CIs (seeded)")
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,9 @@ Each field is an option (``speedbench.options.option``): its flag, help, parser 
 whether the manifest records it and a resume compares it. ``speedbench run``'s parser, the
 manifest's ``options``, the resume check and the workers' ``ClientSettings`` are all derived from
 these fields; adding a field adds the flag everywhere. The options every request needs (engine,
-URL, tokenizer, sampling, timeouts, ...) are declared in ``RequestOptions``, which this extends.
+URL, tokenizer, sampling, timeouts, ...) are declared in ``RequestOptions``, the analysis options
+``speedbench report`` shares (--tolerance, --resamples) in ``speedbench.settings.AnalysisOptions``;
+this class extends both.
 """
 from __future__ import annotations
 
@@ -14,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from speedbench import options as declared
-from speedbench.client.execution.phase import ClientSettings, RequestOptions
+from speedbench.client.engines.base import REQUESTS
+from speedbench.client.execution.phase import TARGET, ClientSettings, RequestOptions
 from speedbench.options import names, option, positive_floats, positive_ints
 from speedbench.records import RECORDS_NAME
-from speedbench.settings import AGREEMENT_TOLERANCE, NUM_RESAMPLES
+from speedbench.settings import AnalysisOptions
 
 DEFAULT_CONCURRENCY = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 # The manifest's identity fields: a resume needs the same engine, server, dataset config and tokenizer.
@@ -26,6 +29,7 @@ RESUME_KEYS = ("engine", "url", "dataset_config", "dataset_config_sha256", "toke
 DERIVED_RESUME_OPTIONS = ("load_shape", "points")
 
 DATASET, LOAD, ANALYSIS, OUTPUT = "dataset", "load", "analysis", "output"  # --help groups
+HELP_ORDER = (TARGET, REQUESTS, DATASET, LOAD, ANALYSIS, OUTPUT)
 
 
 class RunConfigError(ValueError):
@@ -33,7 +37,7 @@ class RunConfigError(ValueError):
 
 
 @dataclass(kw_only=True)
-class RunOptions(RequestOptions):
+class RunOptions(RequestOptions, AnalysisOptions):
     """Everything ``speedbench run`` accepts. Build it in code with keywords
     (``RunOptions(engine=..., url=..., tokenizer=..., dataset=..., config=..., out=..., limit=8)``) or
     from the command line's namespace with ``RunOptions.from_args(args)``."""
@@ -76,18 +80,13 @@ class RunOptions(RequestOptions):
     # K for chunk-based acceptance when the engine does not say
     draft_length: int | None = option("--draft-length", default=None, parse=int, recorded=True, group=ANALYSIS,
                                       help="K, for chunk-based acceptance when the engine does not report it")
-    agreement_tolerance: float = option("--tolerance", default=AGREEMENT_TOLERANCE, parse=float, recorded=True,
-                                        group=ANALYSIS,
-                                        help="relative AL difference between sources that is flagged")
-    num_resamples: int = option("--resamples", default=NUM_RESAMPLES, parse=int, recorded=True, group=ANALYSIS,
-                                help="bootstrap resamples for CIs")
     out: str = option("--out", group=OUTPUT, help="run folder (created; resumed when it exists)")
     progress: bool = option("--no-progress", default=True, group=OUTPUT, help="no progress bar")
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
         """Every declared flag on ``parser`` (``speedbench run``'s, or a tool's that wraps it)."""
-        declared.add_arguments(parser, cls)
+        declared.add_arguments(parser, cls, {name: parser.add_argument_group(name) for name in HELP_ORDER})
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, **overrides) -> "RunOptions":

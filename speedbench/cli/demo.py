@@ -33,7 +33,8 @@ import sys
 import time
 from pathlib import Path
 
-from speedbench.settings import NUM_RESAMPLES
+from speedbench.options import add_arguments
+from speedbench.settings import AnalysisOptions
 
 QUALITATIVE = "lite_qualitative"
 THROUGHPUT = "lite_throughput_1k"
@@ -68,7 +69,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--max-prompt-tokens", type=int, default=600,
                         help="lite_qualitative: leave out prompts longer than this many o200k tokens (all turns)")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the lite configs even when present")
-    parser.add_argument("--resamples", type=int, default=NUM_RESAMPLES, help="bootstrap resamples in the report")
+    add_arguments(parser, AnalysisOptions, only=("num_resamples",))  # --resamples, as run and report
     parser.add_argument("--no-progress", action="store_true")
     parser.set_defaults(func=run)
 

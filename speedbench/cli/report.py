@@ -5,7 +5,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from speedbench.metrics.phases import PROMPT_STATES
+from speedbench.options import add_arguments, from_args
+from speedbench.report.compute import PHASES, ReportOptions
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -19,34 +20,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "run (no speculation) and speculative runs on the same dataset config to get speedups; give runs "
             "with several draft lengths to get the best draft length per batch size."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
-    parser.add_argument("--out", type=Path, default=Path("report"), help="folder to write the report into")
-    parser.add_argument("--title", default="SPEED-Bench report", help="page title")
-    parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples for the 95%% CIs (seeded)")
-    parser.add_argument("--tolerance", type=float, default=0.02,
-                        help="relative AL difference between acceptance sources that is flagged")
+    parser.add_argument("--out", type=Path, default=Path("report"),
+                        help="folder to write the report into (default report)")
     phases = parser.add_argument_group(
-        "thinking vs answer", "The phase boundary is detected from each run's tokenizer and chat template "
+        PHASES, "The phase boundary is detected from each run's tokenizer and chat template "
         "(</think>, harmony final channel); these override it.")
-    phases.add_argument("--phase-boundary-ids", metavar="IDS", default=None,
-                        help="token ids that end thinking: one id (151668, Qwen3's </think>) or a comma-separated sequence")
-    phases.add_argument("--phase-prompt-state", choices=PROMPT_STATES, default=None,
-                        help="the generation prompt leaves thinking to the model (none), opens it (open) or closes "
-                             "it (closed: every output is answer)")
-    phases.add_argument("--phase-tokenizer", metavar="DIR", default=None,
-                        help="tokenizer folder to detect the boundary from (default: each run's manifest)")
+    add_arguments(parser, ReportOptions, {PHASES: phases})  # the one declaration: speedbench/report/compute.py
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from speedbench.report import ReportOptions, RunFolderError, build_report, summary_lines
+    from speedbench.report import RunFolderError, build_report, summary_lines
     from speedbench.tokenization.phase_boundary import PhaseBoundaryError
 
-    options = ReportOptions(num_resamples=args.resamples, title=args.title, agreement_tolerance=args.tolerance,
-                            phase_boundary_ids=args.phase_boundary_ids, phase_prompt_state=args.phase_prompt_state,
-                            phase_tokenizer=args.phase_tokenizer)
+    options = from_args(ReportOptions, args)
     try:
         files = build_report(args.run_dirs, args.out, options)
     except (RunFolderError, PhaseBoundaryError) as error:

@@ -7,7 +7,8 @@ import signal
 import sys
 from pathlib import Path
 
-from speedbench.settings import NUM_RESAMPLES
+from speedbench.options import add_arguments
+from speedbench.settings import AnalysisOptions
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -31,7 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--check", action="store_true",
                         help="check the plan and list the runs it would make; start nothing")
     parser.add_argument("--no-report", action="store_true", help="measure only; write no report")
-    parser.add_argument("--resamples", type=int, default=NUM_RESAMPLES, help="bootstrap resamples in the report")
+    add_arguments(parser, AnalysisOptions, only=("num_resamples",))  # --resamples, as run and report
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.set_defaults(func=run)
 

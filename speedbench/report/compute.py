@@ -38,21 +38,34 @@ from speedbench.report.category_speedup import category_speedup_rows
 from speedbench.report.lossless import losslessness_rows
 from speedbench.report.phases import phase_tables
 from speedbench.run_folder import RunFolder
-from speedbench.settings import AGREEMENT_TOLERANCE, NUM_RESAMPLES
+from speedbench.metrics.phases import PROMPT_STATES
+from speedbench.options import option
+from speedbench.settings import AnalysisOptions
 
 LATENCY_QUANTITIES = ("ttft", "step_latency", "tpot", "e2e")
 REPORT_FORMAT = "speedbench report v1"
 
 
-@dataclass
-class ReportOptions:
-    num_resamples: int = NUM_RESAMPLES  # bootstrap resamples (95% percentile intervals, seed 0: the metrics defaults)
-    title: str = "SPEED-Bench report"
-    agreement_tolerance: float = AGREEMENT_TOLERANCE
+PHASES = "thinking vs answer"  # the --help group of the phase-boundary overrides
+
+
+@dataclass(kw_only=True)
+class ReportOptions(AnalysisOptions):
+    """``speedbench report``'s options, declared once (``speedbench.options``; --tolerance and
+    --resamples come from ``AnalysisOptions``, shared with ``speedbench run``)."""
+
+    title: str = option("--title", default="SPEED-Bench report", help="page title")
     # Thinking vs answer (speedbench.report.phases): overrides of the detected phase boundary.
-    phase_boundary_ids: str | None = None  # "151668" or "1,2,3"
-    phase_prompt_state: str | None = None  # "none" | "open" | "closed"
-    phase_tokenizer: str | None = None  # tokenizer folder to detect from instead of the manifest's
+    phase_boundary_ids: str | None = option(
+        "--phase-boundary-ids", default=None, metavar="IDS", group=PHASES,
+        help="token ids that end thinking: one id (151668, Qwen3's </think>) or a comma-separated sequence")
+    phase_prompt_state: str | None = option(
+        "--phase-prompt-state", default=None, choices=PROMPT_STATES, group=PHASES,
+        help="the generation prompt leaves thinking to the model (none), opens it (open) or closes it (closed: "
+             "every output is answer)")
+    phase_tokenizer: str | None = option(
+        "--phase-tokenizer", default=None, metavar="DIR", group=PHASES,
+        help="tokenizer folder to detect the boundary from (default: each run's manifest)")
 
 
 @dataclass
