@@ -3,7 +3,9 @@
 Rebuilding it here would embed ~45,000 texts, so this checks what a default build must satisfy
 instead: every question is a current candidate of its category (none from Spec-Bench), 80 per
 category, and the composition rules hold (Multilingual: no task over 32 of 80, at least 23
-languages; Coding, Humanities, Math, STEM: at least 64 of 80 hard).
+languages; Coding, Humanities, Math, STEM: at least 64 of 80 hard; at least 24 of 80 multi-turn
+where the category's pool has multi-turn rows and its hard rule leaves room), with a multi-turn
+share of at least 0.18 over the 880 rows (the paper: about 20%).
 """
 from __future__ import annotations
 
@@ -31,3 +33,12 @@ def test_packaged_qualitative_is_a_default_build_of_the_current_pools(sources_di
     assert len({r.language for r in multilingual}) >= 23
     for category in CATEGORIES_WITH_DIFFICULTY:
         assert sum(r.difficulty == "hard" for r in rows if r.category == category) >= 64, category
+    assert len(rows) == 880 and sum(r.multiturn for r in rows) / len(rows) >= 0.18
+    for category in QUALITATIVE_CATEGORIES:
+        pool = pools[category]
+        multi = sum(r.multiturn for r in rows if r.category == category)
+        room = sum(r.multiturn for r in pool)
+        if category in CATEGORIES_WITH_DIFFICULTY:   # non-hard multi-turn rows count up to the 16 non-hard places
+            room = sum(r.multiturn and r.difficulty == "hard" for r in pool) + min(
+                16, sum(r.multiturn and r.difficulty != "hard" for r in pool))
+        assert multi >= min(24, room), category
