@@ -183,12 +183,13 @@ def measure_ours(url: str, concurrency: int, workers: int, requests: int, max_to
 @contextlib.contextmanager
 def phase_cpu():
     """CPU seconds (this process and its reaped children: the workers) spent inside the run's measured
-    phases only, ``runner.run_phase_in_workers``: start-up, the manifest, the counter scrapes and the
-    results are left out. Yields a one-item list filled on exit."""
-    from speedbench.client.run import runner
+    phases only, ``processes.run_phase_in_workers`` (what the local executor runs each phase with):
+    start-up, the manifest, the counter scrapes and the results are left out. Yields a one-item list
+    filled on exit."""
+    from speedbench.client.execution import processes
 
     spent = [0.0]
-    original = runner.run_phase_in_workers
+    original = processes.run_phase_in_workers
 
     def measured(*args, **kwargs):
         start = _cpu_now()
@@ -197,11 +198,11 @@ def phase_cpu():
         finally:
             spent[0] += _cpu_now() - start
 
-    runner.run_phase_in_workers = measured
+    processes.run_phase_in_workers = measured
     try:
         yield spent
     finally:
-        runner.run_phase_in_workers = original
+        processes.run_phase_in_workers = original
 
 
 def join_ours(point: Point, log: dict, records_path: Path) -> None:

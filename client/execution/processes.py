@@ -19,7 +19,13 @@ import time
 from dataclasses import replace
 
 from speedbench.client.execution.event_loop import run_phase
-from speedbench.client.execution.phase import ClientSettings, ErrorBudgetExceeded, ErrorCounter, PhaseSpec
+from speedbench.client.execution.phase import (
+    ClientSettings,
+    ErrorBudgetExceeded,
+    ErrorCounter,
+    PhaseSpec,
+    record_key,
+)
 from speedbench.client.data.workload import Conversation
 from speedbench.records import IDS_FROM_ENGINE, TurnRecord
 
@@ -101,6 +107,25 @@ def _worker_main(settings: ClientSettings, phase: PhaseSpec, conversations: list
         status_queue.put((worker, "budget", str(error)))
     except BaseException as error:  # report, do not hang the parent
         status_queue.put((worker, "error", f"{type(error).__name__}: {error}"))
+
+
+class LocalExecutor:
+    """The executor (``executor.Executor``) of ``--workers N`` on this host."""
+
+    def __init__(self, workers: int = 1):
+        self.workers = workers
+
+    def run_phase(self, settings: ClientSettings, phase: PhaseSpec, conversations: list[Conversation],
+                  progress=None) -> int:
+        todo = sum(1 for c in conversations for t in range(len(c.turns))
+                   if record_key(phase.run_point, c.question_id, t, phase.warmup) not in phase.done)
+        run_phase_in_workers(settings, phase, conversations, self.workers, progress)
+        if progress is not None and self.workers > 1 and not phase.warmup:
+            progress.update(todo)  # worker processes cannot move this process's bar: the phase's turns at once
+        return 0  # a local worker that dies fails the run; nothing is rerun
+
+    def close(self) -> None:
+        pass
 
 
 def run_phase_in_workers(settings: ClientSettings, phase: PhaseSpec, conversations: list[Conversation],

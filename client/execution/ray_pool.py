@@ -36,6 +36,7 @@ from pathlib import Path
 
 from speedbench.client.execution.phase import ClientSettings, ErrorBudgetExceeded, PhaseSpec, record_key
 from speedbench.client.execution.ray_actor import PhaseWorker, boot_id
+from speedbench.client.execution.ray_cluster import NAMESPACE, RayClusterError, connect
 from speedbench.client.execution.ray_clock import (
     CLOCK_PROBES,
     MAX_CLOCK_OFFSET_S,
@@ -52,48 +53,11 @@ from speedbench.records import MANIFEST_NAME
 from speedbench.tokenization.target import TOKENIZER_FILES
 
 RAY_START_DELAY_S = 0.5  # after the start calls went out: time for them to reach every actor
-CONNECT_TIMEOUT_S = 10.0  # TCP reachability of the head before ray.init (which retries for minutes)
 READY_TIMEOUT_S = 300.0  # placement group placed and actors started
 STALL_S = 120.0  # an actor that answers no poll for this long is killed and counted as lost
 REPLACE_TIMEOUT_S = 60.0  # a dead actor's replacement (its node may be gone for good)
 MAX_RERUNS = 3  # rounds of reruns after actor deaths within one phase
-NAMESPACE = "speedbench"
 ACTOR_PREFIX = "speedbench-worker-"
-
-
-class RayClusterError(RuntimeError):
-    """The cluster cannot run this run's workers (``speedbench run`` exits with 2, records kept)."""
-
-
-def _probe_address(address: str) -> None:
-    """Fail fast, naming ``address``, when nothing listens there (``ray.init`` would retry for minutes)."""
-    if address == "auto":
-        return
-    target = address.split("://", 1)[1] if "://" in address else address
-    host, _, port = target.rpartition(":")
-    if not host or not port.isdigit():
-        raise RayClusterError(f"--ray {address!r}: expected auto, HOST:PORT (the head's GCS port) or ray://HOST:PORT")
-    try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
-    except OSError as error:
-        raise RayClusterError(f"Ray cluster at {address} is unreachable ({error}); start it with `ray start --head` "
-                              f"or pass the head's address (no request was sent)") from error
-
-
-def connect(address: str):
-    """``(ray, started)``: joins the cluster at ``address`` unless this process already has."""
-    try:
-        import ray
-    except ImportError as error:
-        raise RayClusterError("--ray needs Ray: pip install 'speed-bench[ray]'") from error
-    if ray.is_initialized():
-        return ray, False
-    _probe_address(address)
-    try:
-        ray.init(address=address, namespace=NAMESPACE, log_to_driver=False, logging_level="WARNING")
-    except Exception as error:  # ConnectionError, AuthenticationError, ...: all mean "not joined"
-        raise RayClusterError(f"cannot join the Ray cluster at {address}: {type(error).__name__}: {error}") from error
-    return ray, True
 
 
 @dataclass
@@ -143,7 +107,8 @@ class _Sink:
 
 
 class RayWorkerPool:
-    """``workers`` actors on the cluster at ``address`` for the whole run (``close`` when done)."""
+    """``workers`` actors on the cluster at ``address`` for the whole run (``close`` when done): the
+    executor of ``--ray`` (``executor.Executor``)."""
 
     def __init__(self, address: str, workers: int, tokenizer_path: str, out: str, log=print,
                  cpus_per_worker: float = 1.0):

@@ -66,6 +66,15 @@ class RecordWriter:
         self.close()
 
 
+def rewrite_records(path: str | Path, records) -> None:
+    """Replace ``path`` with ``records`` in one ``os.replace`` (a reader sees the old file or the new
+    one, never half); only while no worker is appending to it."""
+    path = Path(path)
+    temporary = path.with_suffix(".jsonl.tmp")
+    temporary.write_bytes(b"".join(encode_record(r) + b"\n" for r in records))
+    os.replace(temporary, path)
+
+
 def repair_tail(path: str | Path) -> int:
     """Cut a torn last line (no trailing newline) off ``path``; returns the bytes removed."""
     path = Path(path)

@@ -82,3 +82,14 @@ async def scrape(session, url: str) -> CounterSnapshot | None:
             return parse_prometheus(await response.text())
     except (aiohttp.ClientError, TimeoutError, ValueError):
         return None  # unreachable or not Prometheus text: counters are an absent source
+
+
+async def describe_and_scrape(adapter, want_description: bool) -> tuple[dict | None, CounterSnapshot | None]:
+    """The server's description (model id, version; when asked) and one counter snapshot (None
+    when the engine exposes no metrics route)."""
+    import aiohttp
+
+    async with aiohttp.ClientSession() as session:
+        description = await adapter.describe_server(session) if want_description else None
+        snapshot = await scrape(session, adapter.url + adapter.metrics_path) if adapter.metrics_path else None
+    return description, snapshot

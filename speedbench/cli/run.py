@@ -25,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from speedbench.client.execution.phase import ErrorBudgetExceeded
-    from speedbench.client.execution.ray_pool import RayClusterError
+    from speedbench.client.execution.ray_cluster import RayClusterError
     from speedbench.client.recording.summary import format_summary
     from speedbench.client.run.options import RunConfigError
     from speedbench.client.run.runner import execute_run

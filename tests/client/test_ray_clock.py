@@ -115,10 +115,10 @@ def test_ray_is_optional_and_its_absence_is_a_clear_error(monkeypatch):
 
     # Nothing but --ray imports ray: the client, its Ray modules and the CLI import without it.
     code = ("import sys; sys.modules['ray'] = None; import speedbench.cli.run, speedbench.client.run.runner, "
-            "speedbench.client.execution.ray_pool, speedbench.client.execution.ray_actor; print('ok')")
+            "speedbench.client.execution.ray_pool, speedbench.client.execution.ray_cluster, speedbench.client.execution.ray_actor; print('ok')")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
-    from speedbench.client.execution.ray_pool import RayClusterError, connect
+    from speedbench.client.execution.ray_cluster import RayClusterError, connect
 
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(RayClusterError, match=r"--ray needs Ray: pip install 'speed-bench\[ray\]'"):
