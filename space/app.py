@@ -202,9 +202,10 @@ def _submit_tab(settings: Settings, services: _Services, browse: _Browse, follow
         api_trigger.click(lambda path: handle(path).to_dict(), api_upload, result, api_name="submit_bundle")
 
 
-def _about_tab() -> None:
+def _about_tab(settings: Settings) -> None:
     with gr.Tab("About", id="about"):
         gr.Markdown(about.ABOUT)
+        gr.Markdown(about.promises(settings.limits, settings.budget, compare.MAX_ENTRIES), elem_id="promises")
         gr.Textbox(value=about.CITATION, label=about.CITATION_LABEL, lines=6, buttons=["copy"],
                    elem_id="citation")
 
@@ -228,7 +229,7 @@ def build_app(settings: Settings | None = None, store: LeaderboardStore | None =
             browse = _browse_tab(rows, found, table)
             followers = _compare_tab(store, found)
             _submit_tab(settings, services, browse, followers, table, refresh_choices, note)
-            _about_tab()
+            _about_tab(settings)
 
         demo.load(lambda *values: (table(*values), *refresh_choices(), services.note_box()), browse.controls,
                   [browse.board_table, *browse.filters, *followers, note], api_visibility="private")

@@ -30,7 +30,7 @@ ABOUT = """
 - **Speedup ISL (best)** and **at concurrency**: the best measured speedup over the entry's
   load points at that input length, and the concurrency it was reached at; every load point is
   in Compare.
-- **Trust**: `self-reported` until a maintainer reruns the entry and its figures agree
+- **Trust**: `self-reported` until a maintainer reruns the entry independently and every figure agrees
   (`verified`). **Warnings**: plausibility checks that do not reject (greedy outputs that differ
   from the baseline, an AL above what the method usually reaches, a speedup above the AL ...).
 - **Lossless (T=0)**: at temperature 0, speculative decoding must reproduce the baseline's
@@ -75,6 +75,41 @@ speedbench submit runs/qual runs/tp8k --baseline runs/tp8k-ar --space URL \\
 will show, without submitting. The raw bundle of every entry is kept in the Space's store, so
 the whole board can be recomputed when the metrics change.
 """
+
+PROMISES = """
+## What the board promises
+
+- **self-reported** (every entry at first): the board recomputed every number from the raw
+  per-request records of the bundle, and the records passed every check above. It promises that
+  they are internally consistent, cover the dataset build they claim, name the engine claimed,
+  and are not a copy of an entry already on the board. The board reran nothing: it cannot
+  promise the setup was measured as described.
+- **verified**: a maintainer reran the setup independently and every stored figure was
+  reproduced. Independent: not a measurement already on the board, no request shared with the
+  entry's runs, made after the entry was submitted, on the claimed engine (and model, where the
+  runs name it). Every figure, and a figure the rerun did not measure fails: AL overall and per
+  category within max(0.1, 5%, the two 95% confidence half-widths together); output tokens/s and
+  measured speedup at each load point within 20%. The entry keeps who verified, when, with which
+  runs, and every check.
+- **Bounds**: an upload is at most {archive_mb:g} MiB and unpacks to at most {unpacked_mb:g} MiB; at most
+  {validations} validation(s) run at once, whatever sent them, reserving {memory_mb:g} MiB together by the
+  size each upload declares; one upload may use {cpu_s:g} CPU seconds; Compare takes at most
+  {compare} entries. An upload over a bound is
+  refused with a message naming it (`budget.*`); identical uploads sent at once each get an answer.
+- **Durability**: the board's store of record is a Hub dataset: each accepted entry (bundle,
+  entry document with its date and trust level, verification) is one commit there, retried from
+  a local queue until it lands. Until then the entry lives on the Space's disk; a note above the
+  board says when the Hub copy is behind. A restarted Space restores every entry from the Hub
+  with its original date and trust level.
+"""
+
+
+def promises(limits, budget, max_compare: int) -> str:
+    """The About tab's promises, with the bounds this Space runs under (its settings)."""
+    return PROMISES.format(archive_mb=limits.max_archive_bytes / 2**20, unpacked_mb=limits.max_total_bytes / 2**20,
+                           validations=budget.max_concurrent, memory_mb=budget.memory_bytes / 2**20,
+                           cpu_s=budget.cpu_seconds, compare=max_compare)
+
 
 SUBMIT_GUIDE = """
 Upload a bundle (`.tar.gz` or `.zip`) written by `speedbench submit RUN_DIR ... --out bundle.tar.gz`,

@@ -116,7 +116,7 @@ def _engine_stats(engine: SimulatedEngine, chunks: list[int]) -> EngineSpecStats
 
 def make_run(run_dir: Path, dataset_dir: Path, config: str, engine: SimulatedEngine, *,
              concurrencies=(1,), output_tokens: int = 64, seed: int = 0, limit: int | None = None,
-             started_unix_s: float = 1.7e9) -> Path:
+             started_unix_s: float = 1.7e9, jitter: bool = True) -> Path:
     """Write ``records.jsonl``, ``manifest.json`` and ``results.json`` of a simulated run."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -134,8 +134,10 @@ def make_run(run_dir: Path, dataset_dir: Path, config: str, engine: SimulatedEng
             for question_id, category in rows[wave: wave + concurrency]:
                 chunks = _simulate_steps(rng, engine, category, output_tokens)
                 first = clock + int(engine.ttft_s * 1e9)
-                # each step's time jitters (a real server's never repeat to the nanosecond)
-                steps = rng.integers(step_ns - step_ns // 50, step_ns + step_ns // 50 + 1, size=len(chunks))
+                # each step's time jitters (a real server's never repeat to the nanosecond); without
+                # jitter the records compress far better (bench/leaderboard_load.py's largest bundle)
+                spread = step_ns // 50 if jitter else 0
+                steps = rng.integers(step_ns - spread, step_ns + spread + 1, size=len(chunks))
                 times = (first + np.concatenate(([0], np.cumsum(steps[1:])))).tolist()
                 records.append(TurnRecord(
                     record_key=f"{point}/{question_id}/0", run_point=point, load_shape="closed",

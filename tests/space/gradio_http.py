@@ -44,8 +44,8 @@ def client(url: str):
 
 
 def fn_index(demo, name: str) -> int:
-    """The index of the event whose Python function is called ``name`` (UI events have no API name)."""
-    return next(i for i, f in demo.fns.items() if getattr(f.fn, "__name__", "") == name)
+    """The index of the event whose Python function or API name is ``name`` (UI events have no API name)."""
+    return next(i for i, f in demo.fns.items() if name in (getattr(f.fn, "__name__", ""), f.api_name))
 
 
 def upload(url: str, data: bytes, name: str = "bundle.tar.gz") -> str:
