@@ -100,15 +100,17 @@ def typical(root: Path) -> None:
     print(_load())
 
 
-def _replicate(run_dir: Path, out: Path, points: int) -> Path:
-    """``run_dir``'s c1 records repeated as load points c1..c<points> (same work at every point)."""
+def _replicate(run_dir: Path, out: Path, points: int, salt: int = 0) -> Path:
+    """``run_dir``'s c1 records repeated as load points c1..c<points> (same work at every point), each
+    record's end moved by a few ns per run and point (the board refuses the same records twice)."""
     out.mkdir(parents=True, exist_ok=True)
     lines = (run_dir / "records.jsonl").read_text().splitlines()
     with open(out / "records.jsonl", "w", encoding="utf-8") as handle:
         for c in range(1, points + 1):
             for line in lines:
                 r = json.loads(line)
-                r.update(run_point=f"c{c}", requested_concurrency=c, record_key=f"c{c}/{r['question_id']}/0")
+                r.update(run_point=f"c{c}", requested_concurrency=c, record_key=f"c{c}/{r['question_id']}/0",
+                         end_ns=r["end_ns"] + salt * 100 + c)
                 handle.write(json.dumps(r) + "\n")
     for name in ("manifest.json", "results.json"):
         (out / name).write_bytes((run_dir / name).read_bytes())
@@ -128,7 +130,7 @@ def largest(root: Path) -> None:
     size = (baseline / "records.jsonl").stat().st_size
     one = None
     while True:
-        run = _replicate(sd_base, root / "largest" / f"sd{len(runs)}", points)
+        run = _replicate(sd_base, root / "largest" / f"sd{len(runs)}", points, salt=len(runs) + 1)
         one = one or (run / "records.jsonl").stat().st_size
         runs.append(run)
         size += one

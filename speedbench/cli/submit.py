@@ -144,6 +144,33 @@ def _dry_run(bundle: bytes) -> int:
     return 0
 
 
+def _submit_sweep(bundles: list[Path], args) -> int:
+    """Each bundle of a sweep folder checked (--dry-run) or sent; 1 when any was refused."""
+    if not bundles:
+        print(f"speedbench submit: {args.run_dirs[0]} holds no bundles (speedbench sweep writes them when it ends)",
+              file=sys.stderr)
+        return 2
+    worst = 0
+    for path in bundles:
+        print(f"{path.name}:")
+        if args.dry_run:
+            worst = max(worst, _dry_run(path.read_bytes()))
+            continue
+        if not args.space:
+            continue
+        try:
+            outcome = submit_to_space(path.read_bytes(), args.space)
+        except Exception as exc:  # network, wrong URL, Space down
+            print(f"speedbench submit: could not reach {args.space}: {exc}", file=sys.stderr)
+            return 2
+        if outcome.get("status") == "accepted":
+            print(outcome["entry_id"])
+        else:
+            print(f"rejected: {outcome.get('message')}", file=sys.stderr)
+            worst = 1
+    return worst
+
+
 def _print_losslessness(summary) -> None:
     """The board's losslessness cell and each divergent pair (a flag the board shows, never a rejection)."""
     from speedbench.leaderboard.lossless import lossless_cell, losslessness_warnings
@@ -170,10 +197,14 @@ def submit_to_space(bundle: bytes, space: str) -> dict:
 
 def run(args) -> int:
     from speedbench.leaderboard.pack import pack_bundle
+    from speedbench.sweep.bundles import sweep_bundles
 
     if not args.space and not args.out and not args.dry_run:
         print("speedbench submit: give --space URL, --out FILE or --dry-run", file=sys.stderr)
         return 2
+    swept = sweep_bundles(args.run_dirs)
+    if swept is not None:  # a `speedbench sweep` folder: its bundles, packed with the plan's metadata
+        return _submit_sweep(swept, args)
     try:
         bundle = pack_bundle(args.run_dirs, _metadata(args), args.baseline)
     except FileNotFoundError as exc:
