@@ -27,7 +27,9 @@ Record rules (``check_record``; ``draft_length`` K, 0 for an autoregressive base
 - ``stats.histogram_counts``: the histogram's steps and accepted tokens equal the counts;
 - ``stats.accepted_exceeds_drafted``: accepted <= drafted tokens;
 - ``stats.drafted_vs_steps``: drafted steps <= drafted tokens <= drafted steps x K (equality
-  for draft-model / EAGLE drafting; n-gram and llama.cpp may propose fewer than K);
+  for draft-model / EAGLE drafting; n-gram and llama.cpp may propose fewer than K); a draft
+  tree proposes its nodes per verify (``draft_nodes``, SGLang top-k > 1), so the bound is steps
+  x nodes there while K, its depth, still bounds what one verify accepts;
 - ``stats.steps_vs_output``: ``output_tokens = 1 + decode_steps + accepted - accepted_past_max_tokens``
   with ``0 <= accepted_past_max_tokens <= K`` (engines count drafts accepted on a last step
   that ``max_tokens`` cut); without decode steps, ``1 + drafted_steps + accepted <= output + K``;
@@ -183,7 +185,7 @@ def _get(stats, name: str):
     return getattr(stats, name, None)
 
 
-def _stats(r, k: int, v: list[Violation]) -> None:
+def _stats(r, k: int, v: list[Violation], nodes: int | None = None) -> None:
     s, key = r.engine_stats, r.record_key
     if s is None:
         return
@@ -221,9 +223,11 @@ def _stats(r, k: int, v: list[Violation]) -> None:
         v.append(Violation("stats.accepted_exceeds_drafted", key, "engine_stats.accepted_tokens",
                            f"{accepted} accepted of {drafted} drafted"))
     steps = drafted_steps if drafted_steps is not None else decode_steps
-    if steps is not None and drafted is not None and (drafted > steps * k or (drafted_steps and drafted < drafted_steps)):
+    per_step, tree = (nodes, f" (a tree of {nodes} nodes)") if nodes else (k, "")
+    if steps is not None and drafted is not None and (drafted > steps * per_step
+                                                      or (drafted_steps and drafted < drafted_steps)):
         v.append(Violation("stats.drafted_vs_steps", key, "engine_stats.draft_tokens",
-                           f"{drafted} drafted tokens over {steps} drafted steps with K = {k}"))
+                           f"{drafted} drafted tokens over {steps} drafted steps with K = {k}{tree}"))
     if steps is not None and accepted is not None and accepted > steps * k:
         v.append(Violation("stats.accepted_exceeds_drafted", key, "engine_stats.accepted_tokens",
                            f"{accepted} accepted over {steps} steps with K = {k} (at most {steps * k})"))
@@ -250,13 +254,15 @@ def _identity(r, k: int, decode_steps, drafted_steps, accepted: int, v: list[Vio
                            f"1 + {drafted_steps} steps + {accepted} accepted exceeds output_tokens {out} + K"))
 
 
-def check_record(record, draft_length: int, bounds: PhysicalBounds = DEFAULT_BOUNDS) -> list[Violation]:
-    """Every record rule (module docstring) on one successful request-turn; [] when it holds."""
+def check_record(record, draft_length: int, bounds: PhysicalBounds = DEFAULT_BOUNDS,
+                 draft_nodes: int | None = None) -> list[Violation]:
+    """Every record rule (module docstring) on one successful request-turn; [] when it holds.
+    ``draft_nodes``: the draft tree's nodes per verify when the run drafted a tree (None: a chain)."""
     violations: list[Violation] = []
     _time_order(record, violations)
     _chunks(record, draft_length, bounds, violations)
     _bounds(record, draft_length, bounds, violations)
-    _stats(record, draft_length, violations)
+    _stats(record, draft_length, violations, draft_nodes)
     return violations
 
 

@@ -45,6 +45,16 @@ def server_draft_length(server_info: dict | None) -> int | None:
     return None
 
 
+def server_draft_nodes(server_info: dict | None) -> int | None:
+    """Draft tokens one verify proposes when the server drafts a tree (SGLang
+    ``speculative_eagle_topk`` > 1: ``speculative_num_draft_tokens - 1`` nodes, K its depth); None
+    for a chain or n-gram, which propose at most K per verify."""
+    info = server_info or {}
+    if (info.get("speculative_eagle_topk") or 1) > 1 and info.get("speculative_num_draft_tokens"):
+        return max(0, int(info["speculative_num_draft_tokens"]) - 1) or None
+    return None
+
+
 def declared_draft_length(*, given: int | None = None, options: dict | None = None, engine_info: dict | None = None,
                           server_info: dict | None = None) -> int | None:
     """K as the run declared it (module doc, steps 1-4), None when nothing declared it."""

@@ -16,7 +16,12 @@ from typing import Any
 from speedbench.consistency import check_record
 from speedbench.metrics.client_timing import client_timing
 from speedbench.metrics.agreement import compare_sources, counter_summary
-from speedbench.metrics.draft_length import declared_draft_length, reported_draft_length, resolve_draft_length
+from speedbench.metrics.draft_length import (
+    declared_draft_length,
+    reported_draft_length,
+    resolve_draft_length,
+    server_draft_nodes,
+)
 from speedbench.metrics.load_point import point_latency
 from speedbench.metrics.record_acceptance import RecordAcceptance, record_acceptance
 from speedbench.metrics.results import to_jsonable
@@ -109,14 +114,15 @@ def _totals(ok: list[TurnRecord], measured: list[TurnRecord], acc: RecordAccepta
             "engine_drafted_steps": cov.num_drafted_steps if cov else None}
 
 
-def _consistency(records: list[TurnRecord], draft_length: int | None) -> tuple[dict[str, int], list[str]]:
+def _consistency(records: list[TurnRecord], draft_length: int | None,
+                 draft_nodes: int | None = None) -> tuple[dict[str, int], list[str]]:
     """The shared record rules on the successful records (skipped while K is unknown)."""
     if draft_length is None:
         return {}, []
     counts: Counter = Counter()
     examples: dict[str, str] = {}
     for record in records:
-        for violation in check_record(record, draft_length):
+        for violation in check_record(record, draft_length, draft_nodes=draft_nodes):
             counts[violation.rule] += 1
             examples.setdefault(violation.rule, str(violation))
     flags = [f"consistency: {n} request(s) break rule {rule}, e.g. {examples[rule]}" for rule, n in sorted(counts.items())]
@@ -124,8 +130,10 @@ def _consistency(records: list[TurnRecord], draft_length: int | None) -> tuple[d
 
 
 def analyse_point(point: str, records: list[TurnRecord], engine: str, counter_entry: dict | None,
-                  tolerance: float, num_resamples: int, draft_length: int | None = None) -> PointResult:
-    """Every figure of one load point (warmup and failed requests left out of the figures)."""
+                  tolerance: float, num_resamples: int, draft_length: int | None = None,
+                  draft_nodes: int | None = None) -> PointResult:
+    """Every figure of one load point (warmup and failed requests left out of the figures);
+    ``draft_nodes``: a draft tree's nodes per verify (the server's description), None for a chain."""
     measured = [r for r in records if not r.warmup]
     ok = [r for r in measured if r.ok]
     counters = counter_summary(engine, counter_entry, len(ok))
@@ -138,7 +146,8 @@ def analyse_point(point: str, records: list[TurnRecord], engine: str, counter_en
     agreement, agreement_flags = compare_sources(acc, counters, ok, tolerance)
     timing = point_latency(ok, point)
     latency, slot_occupancy = timing.summary, timing.achieved_concurrency_full_request
-    consistency, consistency_flags = _consistency(ok, acc.draft_length if draft_length is None else draft_length)
+    consistency, consistency_flags = _consistency(ok, acc.draft_length if draft_length is None else draft_length,
+                                                  draft_nodes)
     errors = Counter(r.error_kind for r in measured if not r.ok)
     first = measured[0] if measured else None
     health = client_timing(ok)
@@ -170,11 +179,13 @@ def compute_results(run: str | Path | RunFolder, tolerance: float = AGREEMENT_TO
     as the caller knows it; without it, K as the run declared it (:mod:`speedbench.metrics.draft_length`)."""
     folder = run if isinstance(run, RunFolder) else read_run_folder(run)
     manifest = folder.manifest
+    server_info = (manifest.server or {}).get("server_info")
     if draft_length is None:
         draft_length = declared_draft_length(options=manifest.options, engine_info=folder.engine_info,
-                                             server_info=(manifest.server or {}).get("server_info"))
+                                             server_info=server_info)
     points = [analyse_point(point, folder.point_records(point), manifest.engine, folder.counters.get(point),
-                            tolerance, num_resamples, draft_length).to_dict() for point in folder.point_names]
+                            tolerance, num_resamples, draft_length, server_draft_nodes(server_info)).to_dict()
+              for point in folder.point_names]
     return to_jsonable({
         "format_version": RESULTS_FORMAT_VERSION,
         "engine": manifest.engine, "model_id": manifest.model_id,

@@ -171,3 +171,35 @@ def test_standin_speaks_like_the_capture(tree_standin):
     assert metrics["sglang:spec_verify_calls_total"] == meta["spec_verify_ct"]
     assert metrics["sglang:generation_tokens_total"] == 40.0
     assert metrics["sglang:spec_accept_length"] == 0.0 and metrics["sglang:spec_num_draft_tokens"] == 0.0
+
+
+def _record(name: str):
+    """A successful TurnRecord of a captured /generate stream (one chunk per event, 1 ms apart)."""
+    from speedbench.records import TurnRecord
+
+    state, sizes, stats = _parse(name)
+    steps = [s for s in sizes if s]
+    return TurnRecord(record_key="c1/q/0", run_point="c1", load_shape="closed", requested_concurrency=1,
+                      request_rate=None, question_id="q", category="writing", sub_category="story", turn_index=0,
+                      num_turns=1, warmup=False, worker=0, prompt_tokens=5, prompt_sha256="0" * 64,
+                      scheduled_ns=0, send_ns=0, end_ns=10**9 * (len(steps) + 1), started_unix_s=0.0,
+                      chunk_ns=[10**9 * (i + 1) for i in range(len(steps))], chunk_tokens=steps,
+                      chunks_are_steps=True, output_tokens=state.tokens_total, finish_reason="length",
+                      response_id=state.response_id, engine_stats=stats)
+
+
+def test_a_tree_is_consistent_with_its_nodes_and_a_chain_with_k():
+    """55 proposed over 11 verify calls is a tree's 5 nodes each: consistent at K = 3 (its depth)
+    once the rule knows the nodes (the server's description); without them the same record looks
+    like more drafts than a chain of 3 proposes. The chain's 33 over 11 needs no nodes."""
+    from speedbench.consistency import check_record
+    from speedbench.metrics.draft_length import server_draft_nodes
+
+    tree, chain = _record("standalone_tree_generate.sse"), _record("standalone_generate.sse")
+    assert server_draft_nodes(TREE_INFO) == 5 and server_draft_nodes(CHAIN_INFO) is None
+    assert server_draft_nodes(NGRAM_INFO) is None
+    assert check_record(tree, 3, draft_nodes=server_draft_nodes(TREE_INFO)) == []
+    assert [v.rule for v in check_record(tree, 3)] == ["stats.drafted_vs_steps"]  # 55 > 11 x 3
+    assert check_record(chain, 3, draft_nodes=server_draft_nodes(CHAIN_INFO)) == []
+    # The nodes widen only the proposal bound: a tree still accepts at most its depth per verify.
+    assert "stats.histogram_width" in [v.rule for v in check_record(tree, 2, draft_nodes=5)]
