@@ -236,12 +236,15 @@ class HubStandIn:
 
 
 @pytest.fixture
-def online_hub(monkeypatch):
+def online_hub(monkeypatch, tmp_path):
     """A running stand-in as the Hub (HF_ENDPOINT) with huggingface_hub online for the test; a test
-    module takes it with ``online_hub = hub_standin.online_hub``."""
+    module takes it with ``online_hub = hub_standin.online_hub``. Downloads go to a cache of the
+    test's own: a file an earlier test fetched at the same revision would otherwise be served from
+    the shared cache, and the stand-in would see no download."""
     from huggingface_hub import constants
 
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hf-hub-cache"))
     with HubStandIn() as hub:
         monkeypatch.setenv("HF_ENDPOINT", hub.url)
         yield hub
