@@ -4,7 +4,9 @@ A published placeholder row is only reproducible if its text is rebuilt byte for
 reference's prepare step builds it (NVIDIA/Model-Optimizer ``examples/specdec_bench``, read at
 a2fbac7; NeMo-Skills' ``speed-bench/prepare.py`` builds the same). The format strings below are
 therefore data, not prose: each is the exact text of that format, and a change to any of them
-changes every prompt built from it. The functions are this project's own implementation of the
+changes every prompt built from it. They are the only text taken from the reference (Apache-2.0),
+kept verbatim for interoperability with the published rows and attributed here; the rest of the
+reference (its code) is not copied. The functions are this project's own implementation of the
 documented formats; ``tests/dataset_builder/test_published_formats.py`` checks them against a
 separate implementation written in the test.
 
