@@ -90,3 +90,28 @@ def test_chat_template_kwargs_reach_the_prompt(server, dataset, models_dir, tmp_
                                                                             add_special_tokens=False).ids
     assert server.received[-1]["prompt"] == expected
     assert json.loads((out / "manifest.json").read_text())["options"]["chat_template_kwargs"] == {"enable_thinking": False}
+
+
+def test_tokenizer_as_a_hub_model_id(server, dataset, models_dir, tmp_path, monkeypatch, capsys):
+    """--tokenizer ORG/NAME reads the tokenizer files from the Hugging Face cache (laid out by hand
+    here); the manifest names the Hub model; an id not in the cache is an error pointing at --online."""
+    import huggingface_hub.constants
+
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    repo = tmp_path / "hub" / "models--karpathy--stories260K"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(commit)
+    (repo / "snapshots" / commit).mkdir(parents=True)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(models_dir / name, repo / "snapshots" / commit / name)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    out = tmp_path / "run"
+    assert _run(server, dataset, out, "karpathy/stories260K", "--limit", "2") == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["options"]["tokenizer_source"] == {"repo_id": "karpathy/stories260K", "revision": None,
+                                                       "commit": commit}
+    from speedbench.tokenization.target import tokenizer_fingerprint
+
+    assert manifest["tokenizer_sha256"] == tokenizer_fingerprint(models_dir)
+    assert _run(server, dataset, tmp_path / "b", "someone/absent", "--limit", "2") == 2
+    assert "--tokenizer someone/absent: not in the local Hugging Face cache; pass --online" in capsys.readouterr().err
