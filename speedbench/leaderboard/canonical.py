@@ -34,7 +34,8 @@ def _stats(record) -> list | None:
 
 
 def _record_lines(record) -> tuple[str, str]:
-    """(canonical line with times, without times) of one request-turn."""
+    """(canonical line with times, without times) of one request-turn (hashed at once by the
+    callers: a run's lines together are as large as its records, its hashes 64 bytes a record)."""
     form = [record.question_id, record.turn_index, record.num_turns, record.prompt_tokens,
             record.output_tokens, list(record.chunk_tokens), record.finish_reason, _stats(record)]
     start = record.scheduled_ns
@@ -54,15 +55,21 @@ class RunDigests:
     roleless: str
 
 
-def _digest(head: list, lines: list[str]) -> str:
+def _digest(head: list, hashes: list[bytes]) -> str:
     digest = hashlib.sha256(json.dumps(head, separators=(",", ":")).encode("utf-8"))
-    for line in lines:
-        digest.update(b"\n" + line.encode("utf-8"))
+    for value in hashes:
+        digest.update(value)
     return digest.hexdigest()
 
 
+def _line_hashes(record) -> tuple[bytes, bytes]:
+    timed, plain = _record_lines(record)
+    return hashlib.sha256(timed.encode("utf-8")).digest(), hashlib.sha256(plain.encode("utf-8")).digest()
+
+
 def run_digests(run: RunFolder) -> RunDigests:
-    pairs = [_record_lines(r) for r in run.records]
+    """Over the sorted hashes of the run's lines (order-free, and never all lines in memory at once)."""
+    pairs = [_line_hashes(r) for r in run.records]
     timed, plain = sorted(p[0] for p in pairs), sorted(p[1] for p in pairs)
     tail = [run.manifest.engine, run.manifest.dataset_config, run.manifest.dataset_config_sha256]
     return RunDigests(timed=_digest([run.role, *tail], timed), tokens=_digest([run.role, *tail], plain),
@@ -72,7 +79,7 @@ def run_digests(run: RunFolder) -> RunDigests:
 def record_hashes(run: RunFolder) -> set[bytes]:
     """A 16-byte hash of each request-turn's timed canonical line: two runs that share one measured
     the same request at the same nanoseconds, which no independent rerun does (:mod:`.verify`)."""
-    return {hashlib.sha256(_record_lines(r)[0].encode("utf-8")).digest()[:16] for r in run.records}
+    return {_line_hashes(r)[0][:16] for r in run.records}
 
 
 def measurement_digest(digests: list[RunDigests], with_times: bool = True) -> str:
