@@ -33,7 +33,6 @@ from typing import Any
 
 from speedbench.client.engines.base import (
     EngineAdapter,
-    SamplingOptions,
     StreamError,
     StreamState,
     get_json,
@@ -51,7 +50,7 @@ _DRAFTED_KEYS = ("spec_num_proposed_drafts", "spec_draft_token_num")
 # What a run records of /server_info: enough to tell the speculation and K (chain or tree).
 SERVER_INFO_KEYS = ("speculative_algorithm", "speculative_num_draft_tokens", "speculative_num_steps",
                     "speculative_eagle_topk", "decode_log_interval")
-# The routes a user can choose (``api``): SGLang's own, or its OpenAI-style one.
+# The routes a user can choose (``--api``): SGLang's own, or its OpenAI-style one.
 APIS = ("native", "openai")
 # Where each route's statistics come from (EngineSpecStats.source).
 STATS_SOURCES = {"native": "sglang.meta_info", "openai": "sglang.spec_tokens_details"}
@@ -81,16 +80,11 @@ def _take_output_ids(ids: Any, state: StreamState, total: int, new: int) -> None
 
 class SGLangAdapter(EngineAdapter):
     name = "sglang"
-    generate_path = "/generate"
+    apis = APIS
 
-    def __init__(self, url: str, sampling: SamplingOptions | None = None, model: str | None = None,
-                 extra_body: dict[str, Any] | None = None, api: str = "native"):
-        super().__init__(url, sampling, model, extra_body)
-        if api not in APIS:
-            raise ValueError(f"sglang api {api!r}: expected one of {', '.join(APIS)}")
-        self.api = api
-        if api == "openai":
-            self.generate_path = "/v1/completions"
+    @property
+    def generate_path(self) -> str:
+        return "/v1/completions" if self.api == "openai" else "/generate"
 
     def build_payload(self, prompt_ids: list[int]) -> dict[str, Any]:
         if self.api == "openai":

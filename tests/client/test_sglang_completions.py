@@ -46,8 +46,10 @@ def test_the_openai_route_asks_for_ids_usage_and_the_statistics():
     assert "model" not in payload  # optional on SGLang; a --model is sent when given
     assert get_adapter("sglang")("http://x", model="m", api="openai").build_payload([1])["model"] == "m"
     assert get_adapter("sglang")("http://x").generate_url == "http://x/generate"
-    with pytest.raises(ValueError, match="sglang api 'grpc'"):
+    with pytest.raises(ValueError, match="--api grpc: the sglang adapter offers native, openai"):
         get_adapter("sglang")("http://x", api="grpc")
+    with pytest.raises(ValueError, match="--api openai: the vllm adapter offers native"):
+        get_adapter("vllm")("http://x", api="openai")
 
 
 def test_chain_statistics_from_sglext_counted_by_hand():
@@ -165,3 +167,41 @@ def test_standin_metrics_of_a_server_without_speculation(standin):
                                      else "plain_metrics.txt")).read_text()).totals
     # The plain server has the spec_* gauges (at 0) but no verify counter; the chain has both.
     assert {k for k in mine if k.startswith("sglang:spec_")} == {k for k in real if k.startswith("sglang:spec_")}
+
+
+# -- speedbench run --api openai, end to end against the stand-in -----------------------------
+def test_run_over_the_openai_route_equals_the_simulation(tmp_path, models_dir):
+    """A draft tree (depth 3, 5 nodes) over /v1/completions: chunks are the simulated steps, the
+    statistics the simulated ones, K the depth; the route is recorded and a resume keeps it."""
+    from tests.standins.fixtures import read_jsonl, run_cli, story_rows, write_dataset
+    from tests.standins.standin import StandinServer
+    from tests.standins.standin_sim import Simulation
+
+    dataset = write_dataset(tmp_path / "dataset", story_rows(4, multiturn_every=4))
+    sim = Simulation(conditional_rates=[0.9, 0.7, 0.5], sglang_topk=2, sglang_tree_nodes=5)
+    with StandinServer("sglang", sim) as server:
+        out = tmp_path / "run"
+        assert run_cli("sglang", server.url, dataset, out, models_dir, "--api", "openai", "--concurrency", "2",
+                       "--max-tokens", "60", "--ignore-eos") == 0
+        records = read_jsonl(out / "records.jsonl")
+        assert len(records) == 3 + 3 and all(r["error"] is None for r in records)
+        assert {body.get("return_spec_tokens_details") for body in server.received} == {True}
+        for record in records:
+            truth = server.truth[record["response_id"]]
+            stats = record["engine_stats"]
+            assert record["chunk_tokens"] == truth["steps"] and record["output_tokens"] == 60
+            assert record["output_token_ids_source"] == "engine"
+            assert stats["source"] == "sglang.spec_tokens_details"
+            assert (stats["verify_steps"], stats["accepted_tokens"], stats["draft_tokens"]) == (
+                len(truth["accepted_all"]), sum(truth["accepted_all"]), 5 * len(truth["accepted_all"]))
+        point = json.loads((out / "results.json").read_text())["points"][0]
+        accepted = sum(sum(server.truth[r["response_id"]]["accepted_all"]) for r in records)
+        verify = sum(len(server.truth[r["response_id"]]["accepted_all"]) for r in records)
+        assert point["acceptance"]["engine"]["acceptance_length"] == pytest.approx(1 + accepted / verify)
+        assert point["acceptance"]["engine"]["draft_length"] == 3  # the tree's depth, not its 5 nodes
+        # 5 proposed per verify is the tree's nodes (server_info), no excess over a chain of 3.
+        assert not [rule for rule in point["consistency"] if rule.startswith("stats.")], point["consistency"]
+        assert json.loads((out / "manifest.json").read_text())["options"]["api"] == "openai"
+        # The same folder over the native route is another measurement: no resume.
+        assert run_cli("sglang", server.url, dataset, out, models_dir, "--concurrency", "2",
+                       "--max-tokens", "60", "--ignore-eos") != 0
