@@ -7,8 +7,9 @@ huggingface_hub sources (``HF_TOKEN``, ``hf auth login``).
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
+
+from speedbench import settings
 
 
 def push_dataset(folder: Path, repo_id: str, token: str | None = None, private: bool = False,
@@ -21,7 +22,7 @@ def push_dataset(folder: Path, repo_id: str, token: str | None = None, private: 
         raise ValueError(f"{folder}: not a built dataset folder (README.md and data/ expected); run speedbench build first")
     if constants.HF_HUB_OFFLINE:
         raise RuntimeError("cannot push with HF_HUB_OFFLINE=1 set; unset it to publish")
-    api = HfApi(endpoint=endpoint or os.environ.get("HF_ENDPOINT") or None, token=token)
+    api = HfApi(endpoint=endpoint or settings.hub_endpoint(), token=token)
     api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
     commit = api.upload_folder(
         repo_id=repo_id, repo_type="dataset", folder_path=str(folder),

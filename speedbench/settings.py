@@ -6,8 +6,10 @@ and the leaderboard all read these; none of them spells a value out again.
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from pathlib import Path
 
 from speedbench.options import option
 
@@ -104,3 +106,134 @@ _OPTIONAL_TYPES = {"embedding_cache": str, "embed_workers": int, "embedding_url"
                    "lite_max_prompt_tokens": int, "config": str, "hub_revisions": object}
 
 BUILD_DEFAULTS = BuildOptions()
+
+
+# -- environment variables -------------------------------------------------------------------
+# Every variable the project reads is read here, by a named accessor, at call time (tests and
+# `speedbench demo` set them while running). An empty value counts as unset; a value that does not
+# parse is an error naming the variable. Variables only passed through to child processes (the
+# engines' own, PATH) and the ${NAME} references of a sweep plan are not settings and not here.
+def _env(name: str) -> str | None:
+    value = os.environ.get(name, "").strip()
+    return value or None
+
+
+def _env_path(name: str) -> Path | None:
+    value = _env(name)
+    return Path(value) if value else None
+
+
+def env_number(name: str, default: float, kind: type = float) -> float:
+    """``name`` as a number of ``kind`` (int or float), ``default`` when unset."""
+    value = _env(name)
+    if value is None:
+        return default
+    try:
+        return kind(value)
+    except ValueError:
+        raise ValueError(f"environment variable {name}={value!r}: expected {'an integer' if kind is int else 'a number'}") from None
+
+
+def sources_dir() -> Path | None:
+    """``SPEEDBENCH_SOURCES``: the local mirror of the public source datasets (``--sources``' default)."""
+    return _env_path("SPEEDBENCH_SOURCES")
+
+
+def models_dir() -> Path | None:
+    """``SPEEDBENCH_MODELS``: the folder of the local models `speedbench serve` / the demo start."""
+    return _env_path("SPEEDBENCH_MODELS")
+
+
+def vllm_venv_dir() -> Path | None:
+    """``SPEEDBENCH_VLLM_VENV``: the virtual environment vLLM runs from (default: ``.venv-vllm``)."""
+    return _env_path("SPEEDBENCH_VLLM_VENV")
+
+
+def sglang_venv_dir() -> Path | None:
+    """``SPEEDBENCH_SGLANG_VENV``: the virtual environment SGLang runs from (default: ``.venv-sglang``)."""
+    return _env_path("SPEEDBENCH_SGLANG_VENV")
+
+
+def torch_index_url() -> str | None:
+    """``SPEEDBENCH_TORCH_INDEX``: an extra package index for torch (the engine installers)."""
+    return _env("SPEEDBENCH_TORCH_INDEX")
+
+
+def cache_dir() -> Path | None:
+    """``SPEEDBENCH_CACHE``: the cache root (embeddings; default ``~/.cache/speedbench``)."""
+    return _env_path("SPEEDBENCH_CACHE")
+
+
+def embed_workers() -> int | None:
+    """``SPEEDBENCH_EMBED_WORKERS``: embedding processes (default: one per core, at most 4)."""
+    return None if _env("SPEEDBENCH_EMBED_WORKERS") is None else env_number("SPEEDBENCH_EMBED_WORKERS", 0, int)
+
+
+def worker_start_method() -> str | None:
+    """``SPEEDBENCH_WORKER_START``: how `speedbench run --workers` starts processes (fork, spawn, ...)."""
+    return _env("SPEEDBENCH_WORKER_START")
+
+
+def hub_endpoint() -> str | None:
+    """``HF_ENDPOINT``: the Hugging Face Hub to talk to (None: huggingface_hub's default)."""
+    return _env("HF_ENDPOINT")
+
+
+def hf_token() -> str | None:
+    """``HF_TOKEN``: the Hub token for writes and gated repositories."""
+    return _env("HF_TOKEN")
+
+
+def openai_base_url() -> str | None:
+    """``OPENAI_BASE_URL``: the embeddings endpoint of ``--embedder openai``."""
+    return _env("OPENAI_BASE_URL")
+
+
+def openai_api_key() -> str | None:
+    """``OPENAI_API_KEY``: its key."""
+    return _env("OPENAI_API_KEY")
+
+
+def hub_mirror_repo() -> str | None:
+    """``SPEEDBENCH_HUB_MIRROR``: the private Hub dataset the leaderboard mirrors its store to."""
+    return _env("SPEEDBENCH_HUB_MIRROR")
+
+
+def known_builds_paths() -> list[str]:
+    """``SPEEDBENCH_KNOWN_BUILDS``: extra known-build descriptors (files or folders, ``os.pathsep``-separated)."""
+    return [p for p in (_env("SPEEDBENCH_KNOWN_BUILDS") or "").split(os.pathsep) if p]
+
+
+def leaderboard_db() -> Path | None:
+    """``SPEEDBENCH_DB``: the leaderboard's SQLite database."""
+    return _env_path("SPEEDBENCH_DB")
+
+
+# The leaderboard's resource limits, each overridable by its variable (``env_number``).
+LEADERBOARD_LIMIT_VARIABLES = ("SPEEDBENCH_MAX_BUNDLE_MB", "SPEEDBENCH_MAX_UNPACKED_MB", "SPEEDBENCH_MAX_VALIDATIONS",
+                               "SPEEDBENCH_VALIDATION_MEMORY_MB", "SPEEDBENCH_VALIDATION_CPU_S",
+                               "SPEEDBENCH_RSS_LIMIT_MB")
+
+
+def leaderboard_limit(name: str, default: float, kind: type = float) -> float:
+    """One of ``LEADERBOARD_LIMIT_VARIABLES``, ``default`` when unset."""
+    if name not in LEADERBOARD_LIMIT_VARIABLES:
+        raise KeyError(f"{name} is not a leaderboard limit ({', '.join(LEADERBOARD_LIMIT_VARIABLES)})")
+    return env_number(name, default, kind)
+
+
+def take_sweep_parent_pid() -> int:
+    """``SPEEDBENCH_SWEEP_PID``: the sweep that started this server (0: none); removed once read, so
+    the server's own children do not inherit it."""
+    value = os.environ.pop("SPEEDBENCH_SWEEP_PID", "").strip()
+    return int(value) if value else 0
+
+
+def gradio_server() -> tuple[str, int]:
+    """``GRADIO_SERVER_NAME`` / ``GRADIO_SERVER_PORT``: where the leaderboard Space listens."""
+    return _env("GRADIO_SERVER_NAME") or "127.0.0.1", int(env_number("GRADIO_SERVER_PORT", 7860, int))
+
+
+def gradio_temp_dir() -> Path | None:
+    """``GRADIO_TEMP_DIR``: where Gradio keeps uploads."""
+    return _env_path("GRADIO_TEMP_DIR")

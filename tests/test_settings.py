@@ -53,3 +53,86 @@ def test_cli_defaults_come_from_settings():
     assert (build.per_tier, build.per_category, build.pool_cap, build.dedup_threshold, build.selector) == (
         BUILD_DEFAULTS.per_tier, BUILD_DEFAULTS.per_category, BUILD_DEFAULTS.pool_cap,
         BUILD_DEFAULTS.dedup_threshold, BUILD_DEFAULTS.selector)
+
+
+# -- environment variables: read only in speedbench/settings.py ---------------------------------
+
+REPO = __import__("pathlib").Path(__file__).resolve().parents[1]
+# Reads that are not settings: a sweep plan's ${NAME} references and its PATH lookup.
+ENV_READ_ALLOWED = {"speedbench/settings.py", "speedbench/sweep/plan.py"}
+
+
+def _env_reads(path) -> list[int]:
+    """Lines of ``path`` that read os.environ (get/pop/[]/in) or call os.getenv."""
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+
+    def is_environ(node) -> bool:
+        return isinstance(node, ast.Attribute) and node.attr == "environ" and isinstance(node.value, ast.Name) \
+            and node.value.id == "os"
+
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if is_environ(node.func.value) and node.func.attr in ("get", "pop"):
+                lines.append(node.lineno)
+            elif node.func.attr == "getenv" and isinstance(node.func.value, ast.Name) and node.func.value.id == "os":
+                lines.append(node.lineno)
+        elif isinstance(node, ast.Subscript) and is_environ(node.value) and isinstance(node.ctx, ast.Load):
+            lines.append(node.lineno)
+        elif isinstance(node, ast.Compare) and any(is_environ(c) for c in node.comparators):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_environment_variables_are_read_only_in_settings():
+    found = {}
+    for top in ("speedbench", "client", "dataset_builder", "space"):
+        for path in (REPO / top).rglob("*.py"):
+            rel = str(path.relative_to(REPO))
+            if rel not in ENV_READ_ALLOWED and (lines := _env_reads(path)):
+                found[rel] = lines
+    assert found == {}, f"read these through a named accessor in speedbench/settings.py: {found}"
+
+
+def test_the_guard_sees_each_kind_of_read(tmp_path):
+    code = tmp_path / "m.py"
+    code.write_text("import os\na = os.environ.get('A')\nb = os.environ['B']\nc = 'C' in os.environ\n"
+                    "d = os.getenv('D')\ne = os.environ.pop('E', '')\nos.environ['F'] = '1'\n"
+                    "f = {**os.environ}\n")
+    assert _env_reads(code) == [2, 3, 4, 5, 6]
+
+
+def test_accessors_read_at_call_time_and_treat_empty_as_unset(monkeypatch, tmp_path):
+    from speedbench import settings
+
+    monkeypatch.setenv("SPEEDBENCH_SOURCES", str(tmp_path))
+    assert settings.sources_dir() == tmp_path
+    monkeypatch.setenv("SPEEDBENCH_SOURCES", "  ")
+    assert settings.sources_dir() is None
+    monkeypatch.delenv("SPEEDBENCH_SOURCES")
+    assert settings.sources_dir() is None
+    monkeypatch.setenv("SPEEDBENCH_KNOWN_BUILDS", f"a{__import__('os').pathsep}{__import__('os').pathsep}b")
+    assert settings.known_builds_paths() == ["a", "b"]
+
+
+def test_a_bad_number_names_its_variable(monkeypatch):
+    from speedbench import settings
+
+    monkeypatch.setenv("SPEEDBENCH_MAX_VALIDATIONS", "two")
+    with pytest.raises(ValueError, match="SPEEDBENCH_MAX_VALIDATIONS='two': expected an integer"):
+        settings.leaderboard_limit("SPEEDBENCH_MAX_VALIDATIONS", 2, int)
+    monkeypatch.setenv("SPEEDBENCH_MAX_BUNDLE_MB", "1.5")
+    assert settings.leaderboard_limit("SPEEDBENCH_MAX_BUNDLE_MB", 9.0) == 1.5
+    with pytest.raises(KeyError, match="not a leaderboard limit"):
+        settings.leaderboard_limit("HOME", 1)
+
+
+def test_the_sweep_parent_pid_is_taken_once(monkeypatch):
+    from speedbench import settings
+
+    monkeypatch.setenv("SPEEDBENCH_SWEEP_PID", "4242")
+    assert settings.take_sweep_parent_pid() == 4242
+    assert settings.take_sweep_parent_pid() == 0
+

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
-import os
 import signal
 import sys
 import time
 from dataclasses import replace
 
+from speedbench import settings
 from speedbench.client.execution.event_loop import run_phase
 from speedbench.client.execution.phase import (
     ClientSettings,
@@ -45,7 +45,7 @@ def _start_method() -> str:
     """``fork`` where available (starts in milliseconds; workers only use aiohttp, the tokenizer's
     single-string encode and plain files, nothing that breaks across fork), else ``spawn``;
     ``SPEEDBENCH_WORKER_START`` overrides."""
-    method = os.environ.get("SPEEDBENCH_WORKER_START")
+    method = settings.worker_start_method()
     if method:
         return method
     return "fork" if "fork" in multiprocessing.get_all_start_methods() and sys.platform == "linux" else "spawn"

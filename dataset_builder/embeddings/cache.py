@@ -6,16 +6,16 @@ build (each batch is committed as it is embedded) and tolerates two builds shari
 from __future__ import annotations
 
 import hashlib
-import os
 import sqlite3
 from pathlib import Path
 
 import numpy as np
 
+from speedbench import settings
+
 
 def default_cache_dir() -> Path:
-    root = os.environ.get("SPEEDBENCH_CACHE")
-    base = Path(root) if root else Path.home() / ".cache" / "speedbench"
+    base = settings.cache_dir() or Path.home() / ".cache" / "speedbench"
     return base / "embeddings"
 
 

@@ -11,6 +11,7 @@ from typing import Protocol
 
 import numpy as np
 
+from speedbench import settings
 from speedbench.dataset_builder.embeddings.cache import EmbeddingCache, content_key
 from speedbench.dataset_builder.embeddings.service import OpenAIEmbedder  # noqa: F401 (the registry's name)
 
@@ -25,9 +26,9 @@ class Embedder(Protocol):
 
 def default_workers() -> int:
     """Embedding processes: ``SPEEDBENCH_EMBED_WORKERS`` or one per CPU core, at most 4."""
-    configured = os.environ.get("SPEEDBENCH_EMBED_WORKERS")
-    if configured:
-        return max(1, int(configured))
+    configured = settings.embed_workers()
+    if configured is not None:
+        return max(1, configured)
     return max(1, min(4, os.cpu_count() or 1))
 
 

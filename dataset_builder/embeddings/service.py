@@ -21,10 +21,11 @@ entries.
 """
 from __future__ import annotations
 
-import os
 from urllib.parse import urlparse
 
 import numpy as np
+
+from speedbench import settings
 
 OPENAI_URL = "https://api.openai.com/v1"
 DEFAULT_MODEL = "text-embedding-3-large"
@@ -55,9 +56,9 @@ class ServiceEmbedder:
                  timeout: float = 120.0, dimensions: int | None = None):
         from openai import OpenAI
 
-        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_URL).rstrip("/")
+        self.base_url = (base_url or settings.openai_base_url() or OPENAI_URL).rstrip("/")
         self.model = model
-        key = api_key or os.environ.get("OPENAI_API_KEY")
+        key = api_key or settings.openai_api_key()
         if not key:
             if self.base_url == OPENAI_URL:
                 raise ValueError("the openai embedder needs OPENAI_API_KEY for api.openai.com "

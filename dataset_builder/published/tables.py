@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from speedbench import settings
 from speedbench.dataset_builder.sources._read import SourceError, read_json, read_jsonl
 
 # Revisions the reference pins (cnn_dailymail is not pinned there: its resolved commit is recorded).
@@ -64,11 +65,9 @@ def hub_dataset(repo: str, name: str | None = None, split: str = "test", revisio
 
 
 def hub_file(repo: str, path: str, revision: str) -> Path:
-    import os
-
     from huggingface_hub import hf_hub_download
     return Path(hf_hub_download(repo, path, repo_type="dataset", revision=revision,
-                                endpoint=os.environ.get("HF_ENDPOINT") or None))
+                                endpoint=settings.hub_endpoint()))
 
 
 def sha256(path: Path) -> str:

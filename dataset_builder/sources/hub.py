@@ -7,15 +7,16 @@ and recorded in ``manifest.json`` so a later build can pin it.
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
+
+from speedbench import settings
 
 
 def download_pinned(hub, relative: str, revision: str | None) -> tuple[Path, str]:
     """(local path of the Hub copy of mirror file ``relative``, the commit it was read at)."""
     from huggingface_hub import HfApi, hf_hub_download
 
-    endpoint = os.environ.get("HF_ENDPOINT") or None
+    endpoint = settings.hub_endpoint()
     revision = revision or hub.revision
     if revision is None:
         revision = HfApi(endpoint=endpoint).dataset_info(hub.repo_id).sha

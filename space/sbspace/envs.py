@@ -1,10 +1,10 @@
 """Settings from the environment (the Space's secrets and variables)."""
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from speedbench import settings
 from speedbench.leaderboard.admission import Budget
 from speedbench.leaderboard.archive import ArchiveLimits
 from speedbench.leaderboard.store import db_path_from_env
@@ -13,11 +13,11 @@ from speedbench.leaderboard.store import db_path_from_env
 @dataclass
 class Settings:
     db_path: Path = field(default_factory=db_path_from_env)  # SPEEDBENCH_DB
-    host: str = field(default_factory=lambda: os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"))
-    port: int = field(default_factory=lambda: int(os.environ.get("GRADIO_SERVER_PORT", "7860")))
+    host: str = field(default_factory=lambda: settings.gradio_server()[0])
+    port: int = field(default_factory=lambda: settings.gradio_server()[1])
     limits: ArchiveLimits = field(default_factory=ArchiveLimits.from_env)  # SPEEDBENCH_MAX_BUNDLE_MB
     known_builds: list[str] | None = None  # None: SPEEDBENCH_KNOWN_BUILDS
-    mirror_repo: str = field(default_factory=lambda: os.environ.get("SPEEDBENCH_HUB_MIRROR", ""))
+    mirror_repo: str = field(default_factory=lambda: settings.hub_mirror_repo() or "")
     budget: Budget = field(default_factory=Budget.from_env)  # SPEEDBENCH_MAX_VALIDATIONS ...
 
 

@@ -9,7 +9,6 @@ one already handled and removed gets that one's answer.
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import tempfile
 import threading
@@ -17,6 +16,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
+from speedbench import settings
 from speedbench.leaderboard.admission import Admission, submit
 from speedbench.leaderboard.archive import ArchiveLimits
 from speedbench.leaderboard.known_builds import KnownBuilds
@@ -47,7 +47,7 @@ class SubmissionResult:
 
 def upload_cache_dir() -> Path:
     """Where Gradio keeps uploaded files (``GRADIO_TEMP_DIR``, default ``<tmp>/gradio``)."""
-    return Path(os.environ.get("GRADIO_TEMP_DIR") or Path(tempfile.gettempdir()) / "gradio").resolve()
+    return Path(settings.gradio_temp_dir() or Path(tempfile.gettempdir()) / "gradio").resolve()
 
 
 def remove_upload(path: str | Path) -> None:

@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
+from speedbench import settings
 from speedbench.settings import BUILD_DEFAULTS
 
 DEFAULT_OUT = Path("speed-bench")
@@ -80,8 +80,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _resolve_sources(args: argparse.Namespace) -> Path:
-    sources = args.sources or (Path(os.environ["SPEEDBENCH_SOURCES"])
-                               if os.environ.get("SPEEDBENCH_SOURCES") else None)
+    sources = args.sources or settings.sources_dir()
     if sources is None:
         raise SystemExit("speedbench build: no sources: pass --sources DIR or set SPEEDBENCH_SOURCES")
     if not sources.is_dir():

@@ -33,6 +33,7 @@ import sys
 import time
 from pathlib import Path
 
+from speedbench import settings
 from speedbench.options import add_arguments
 from speedbench.settings import AnalysisOptions
 
@@ -165,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
     from speedbench.engine import DEFAULT_DRAFT, DEFAULT_TARGET, default_models_dir
 
     started = time.perf_counter()
-    sources = args.sources or (Path(os.environ["SPEEDBENCH_SOURCES"]) if os.environ.get("SPEEDBENCH_SOURCES") else None)
+    sources = args.sources or settings.sources_dir()
     if sources is None or not sources.is_dir():
         print(f"speedbench demo: source mirror not found ({sources}); pass --sources or set SPEEDBENCH_SOURCES",
               file=sys.stderr)

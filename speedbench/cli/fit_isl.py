@@ -4,10 +4,11 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import shutil
 import sys
 from pathlib import Path
+
+from speedbench import settings
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -63,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as error:
         print(f"speedbench fit-isl: {error}", file=sys.stderr)
         return 2
-    sources = args.sources or (Path(os.environ["SPEEDBENCH_SOURCES"]) if os.environ.get("SPEEDBENCH_SOURCES") else None)
+    sources = args.sources or settings.sources_dir()
     present = sorted(p.name for p in (args.dataset / "data").iterdir() if bucket_tokens(p.name))
     names = present if args.configs == "all" else [c.strip() for c in args.configs.split(",") if c.strip()]
     unknown = [c for c in names if c not in present]

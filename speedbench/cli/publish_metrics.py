@@ -9,10 +9,11 @@ evaluate downloads ``<name>.py`` from ``{HF_ENDPOINT}/spaces/ORG/<name>/resolve/
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from speedbench import settings
 
 METRIC_NAMES = ("speedbench_al", "speedbench_latency", "speedbench_speedup")
 SPACE_FILES = ("README.md", "app.py", "requirements.txt")  # besides the module <name>.py
@@ -78,7 +79,7 @@ def hub_endpoint() -> str:
     """HF_ENDPOINT as it is now (huggingface_hub read it once, at import), else the library's default."""
     from huggingface_hub import constants
 
-    return os.environ.get("HF_ENDPOINT") or constants.ENDPOINT
+    return settings.hub_endpoint() or constants.ENDPOINT
 
 
 def publish_metrics(namespace: str, metrics_dir: Path | None = None, names=METRIC_NAMES, token: str | None = None,

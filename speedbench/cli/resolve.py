@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import sys
 import time
 from pathlib import Path
+
+from speedbench import settings
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -70,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     from speedbench.dataset_builder.published import SourceTables
     from speedbench.dataset_builder.redistribution import describe, resolve_rows, write_like
 
-    sources = args.sources or (Path(os.environ["SPEEDBENCH_SOURCES"]) if os.environ.get("SPEEDBENCH_SOURCES") else None)
+    sources = args.sources or settings.sources_dir()
     if sources is None or not Path(sources).is_dir():
         print(f"speedbench resolve: source folder not found: {sources} (pass --sources or set SPEEDBENCH_SOURCES)",
               file=sys.stderr)

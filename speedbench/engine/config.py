@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import speedbench
+from speedbench import settings
 from speedbench.settings import LOCAL_ENGINES
 
 MODELS_ENV = "SPEEDBENCH_MODELS"
@@ -38,9 +39,9 @@ HF_ENGINES = ("vllm", "sglang")
 
 def default_models_dir() -> Path:
     """``$SPEEDBENCH_MODELS``, else ``../shared/models/stories260K`` next to the repository."""
-    env = os.environ.get(MODELS_ENV)
+    env = settings.models_dir()
     if env:
-        return Path(env)
+        return env
     return Path(speedbench.__file__).resolve().parent.parent.parent / "shared" / "models" / "stories260K"
 
 

@@ -23,11 +23,11 @@ draft-tree   STANDALONE   ``--speculative-num-steps K --speculative-eagle-topk 2
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import speedbench
+from speedbench import settings
 from speedbench.engine.config import EngineConfig
 from speedbench.engine.vllm import model_folders, served_name
 
@@ -39,9 +39,9 @@ TREE_TOPK = 2  # branches per draft-tree node with --speculation draft-tree
 
 
 def sglang_venv() -> Path:
-    env = os.environ.get(VENV_ENV)
+    env = settings.sglang_venv_dir()
     if env:
-        return Path(env)
+        return env
     return Path(speedbench.__file__).resolve().parent.parent / ".venv-sglang"
 
 

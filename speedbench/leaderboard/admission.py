@@ -35,6 +35,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from speedbench import settings
 from speedbench.leaderboard.archive import MiB, ArchiveLimits
 from speedbench.leaderboard.schema import BundleRejected
 
@@ -61,11 +62,11 @@ class Budget:
 
     @classmethod
     def from_env(cls) -> "Budget":
-        env = os.environ.get
-        return cls(max_concurrent=int(env("SPEEDBENCH_MAX_VALIDATIONS", cls.max_concurrent)),
-                   memory_bytes=int(float(env("SPEEDBENCH_VALIDATION_MEMORY_MB", cls.memory_bytes / MiB)) * MiB),
-                   cpu_seconds=float(env("SPEEDBENCH_VALIDATION_CPU_S", cls.cpu_seconds)),
-                   rss_limit_bytes=int(float(env("SPEEDBENCH_RSS_LIMIT_MB", cls.rss_limit_bytes / MiB)) * MiB))
+        limit = settings.leaderboard_limit
+        return cls(max_concurrent=limit("SPEEDBENCH_MAX_VALIDATIONS", cls.max_concurrent, int),
+                   memory_bytes=int(limit("SPEEDBENCH_VALIDATION_MEMORY_MB", cls.memory_bytes / MiB) * MiB),
+                   cpu_seconds=limit("SPEEDBENCH_VALIDATION_CPU_S", cls.cpu_seconds),
+                   rss_limit_bytes=int(limit("SPEEDBENCH_RSS_LIMIT_MB", cls.rss_limit_bytes / MiB) * MiB))
 
 
 def _open(source: bytes | Path):

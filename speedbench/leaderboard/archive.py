@@ -20,7 +20,6 @@ import hashlib
 import io
 import json
 import math
-import os
 import re
 import tarfile
 import zipfile
@@ -28,6 +27,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from speedbench import settings
 from speedbench.leaderboard.schema import BundleRejected, shown
 
 MiB = 1024 * 1024
@@ -46,8 +46,8 @@ class ArchiveLimits:
 
     @classmethod
     def from_env(cls) -> "ArchiveLimits":
-        archive_mb = float(os.environ.get("SPEEDBENCH_MAX_BUNDLE_MB", cls.max_archive_bytes / MiB))
-        total_mb = float(os.environ.get("SPEEDBENCH_MAX_UNPACKED_MB", cls.max_total_bytes / MiB))
+        archive_mb = settings.leaderboard_limit("SPEEDBENCH_MAX_BUNDLE_MB", cls.max_archive_bytes / MiB)
+        total_mb = settings.leaderboard_limit("SPEEDBENCH_MAX_UNPACKED_MB", cls.max_total_bytes / MiB)
         return cls(max_archive_bytes=int(archive_mb * MiB), max_total_bytes=int(total_mb * MiB))
 
 

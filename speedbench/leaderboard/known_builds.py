@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from speedbench import settings
 from speedbench.fingerprint import dataset_fingerprint
 from speedbench.leaderboard.schema import BundleRejected, shown
 
@@ -97,7 +97,7 @@ class KnownBuilds:
     def load(cls, paths: Iterable[str | Path] | None = None) -> "KnownBuilds":
         """Descriptors from the packaged folder plus ``paths`` (default: ``SPEEDBENCH_KNOWN_BUILDS``)."""
         if paths is None:
-            paths = [p for p in os.environ.get("SPEEDBENCH_KNOWN_BUILDS", "").split(os.pathsep) if p]
+            paths = settings.known_builds_paths()
         files: list[Path] = []
         for path in [PACKAGED_DIR, *map(Path, paths)]:
             files += sorted(path.glob("*.json")) if path.is_dir() else ([path] if path.is_file() else [])

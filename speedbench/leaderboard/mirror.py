@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import tempfile
 from dataclasses import dataclass, field
 
+from speedbench import settings
 from speedbench.leaderboard.store import Entry
 
 ENTRY_DOC_VERSION = 2
@@ -63,8 +63,8 @@ class HubMirror:
 
     @classmethod
     def from_env(cls) -> "HubMirror | None":
-        repo = os.environ.get("SPEEDBENCH_HUB_MIRROR", "").strip()
-        return cls(repo, token=os.environ.get("HF_TOKEN")) if repo else None
+        repo = settings.hub_mirror_repo()
+        return cls(repo, token=settings.hf_token()) if repo else None
 
     def ensure_repo(self) -> None:
         self.api.create_repo(self.repo_id, repo_type="dataset", private=True, exist_ok=True)

@@ -10,7 +10,6 @@ entry again. A rejected submission never touches the database.
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
@@ -19,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from speedbench import settings
 from speedbench.leaderboard.schema import BundleRejected
 
 DEFAULT_DB = "leaderboard.sqlite3"
@@ -90,7 +90,7 @@ def _state(row) -> str:
 
 
 def db_path_from_env() -> Path:
-    return Path(os.environ.get("SPEEDBENCH_DB", DEFAULT_DB))
+    return settings.leaderboard_db() or Path(DEFAULT_DB)
 
 
 def entry_id_for(bundle_sha256: str) -> str:

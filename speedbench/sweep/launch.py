@@ -12,6 +12,8 @@ import os
 import signal
 import sys
 
+from speedbench import settings
+
 _PR_SET_PDEATHSIG = 1
 
 
@@ -19,7 +21,7 @@ def main() -> None:
     argv = sys.argv[1:]
     if not argv:
         sys.exit("usage: python -m speedbench.sweep.launch PROGRAM [ARGS...]")
-    parent = int(os.environ.pop("SPEEDBENCH_SWEEP_PID", "0"))
+    parent = settings.take_sweep_parent_pid()
     try:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
     except (OSError, AttributeError):  # not Linux: the sweep's own reaping still applies
