@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from speedbench.consistency import DEFAULT_BOUNDS, PhysicalBounds, check_record
 from speedbench.leaderboard.archive import ArchiveLimits, iter_jsonl, loads_strict
 from speedbench.leaderboard.schema import RUN_FILES, BundleRejected, shown
+from speedbench.metrics.draft_length import server_draft_nodes
 from speedbench.records import RECORDS_NAME, RunManifest, TurnRecord
 from speedbench.run_folder import ReadRules, RunFolder, read_run_folder
 
@@ -137,7 +138,8 @@ class BundleRules(ReadRules):
     """A stranger's upload: every member checked before it is used, every rejection named by rule.
 
     One instance reads one run (it counts the run's records and load points against the caps);
-    ``draft_length`` is the K the records are held to (0 for a baseline); ``on_record(record, where)``,
+    ``draft_length`` is the K the records are held to (0 for a baseline); a draft tree's nodes per
+    verify come from the manifest's server description, as in ``results.json``; ``on_record(record, where)``,
     when given, sees each record (warmup and failed included) once it passed these checks and before
     it is compacted and kept, and may raise :class:`BundleRejected`.
     """
@@ -147,6 +149,7 @@ class BundleRules(ReadRules):
         self.k, self.limits, self.caps, self.bounds, self.on_record = draft_length, limits, caps, bounds, on_record
         self.seen: set[str] = set()
         self.points: set[str] = set()
+        self.draft_nodes: int | None = None  # set from the manifest, read before the records
 
     def error(self, detail: str, *, rule: str, where: str | None = None, field: str | None = None) -> Exception:
         return BundleRejected(detail, rule=rule, where=where, field=field)
@@ -170,7 +173,10 @@ class BundleRules(ReadRules):
         for name in _MANIFEST_STR_FIELDS if isinstance(data, dict) else ():
             if not isinstance(data.get(name), str) or not data[name]:
                 raise BundleRejected(f"field {name!r} must be a non-empty string", rule="manifest.schema", where=where)
-        return super().manifest_from(data, where)
+        manifest = super().manifest_from(data, where)
+        server = manifest.server if isinstance(manifest.server, dict) else {}
+        self.draft_nodes = server_draft_nodes(server.get("server_info")) if self.k else None
+        return manifest
 
     def results(self, raw, where: str) -> None:
         self.json(raw, where)  # kept in the bundle, never trusted; but it must still be clean JSON
@@ -204,7 +210,7 @@ class BundleRules(ReadRules):
             raise BundleRejected(f"more than {self.caps.max_points} load points in one run", rule="caps.points_per_run",
                                  where=where, field="run_point")
         if record.ok:
-            violations = check_record(record, self.k, self.bounds)
+            violations = check_record(record, self.k, self.bounds, draft_nodes=self.draft_nodes)
             if violations:
                 first = violations[0]
                 raise BundleRejected(f"request {shown(first.request)}: {first.detail}", rule=first.rule, where=where,

@@ -32,27 +32,32 @@ def _positive_int(value) -> int | None:
     return number if number >= 0 else None
 
 
+def _server_numbers(server_info) -> tuple[int, int | None, int | None]:
+    """SGLang's top-k, num_steps and num_draft_tokens; a value that is not a whole number counts as
+    absent (a stranger's manifest on the board holds anything)."""
+    info = server_info if isinstance(server_info, dict) else {}
+    topk, steps, tokens = (_positive_int(info.get(key)) for key in
+                           ("speculative_eagle_topk", "speculative_num_steps", "speculative_num_draft_tokens"))
+    return topk or 1, steps or None, tokens or None
+
+
 def server_draft_length(server_info: dict | None) -> int | None:
     """K from the server's description of itself (SGLang's ``/get_server_info``), None without one."""
-    info = server_info or {}
+    topk, steps, tokens = _server_numbers(server_info)
     # A draft tree (top-k > 1): num_draft_tokens counts its nodes; at most its depth is accepted.
-    if (info.get("speculative_eagle_topk") or 1) > 1 and info.get("speculative_num_steps"):
-        return int(info["speculative_num_steps"])
-    if info.get("speculative_num_draft_tokens"):
-        return max(0, int(info["speculative_num_draft_tokens"]) - 1) or None
-    if info.get("speculative_num_steps"):
-        return int(info["speculative_num_steps"])
-    return None
+    if topk > 1 and steps:
+        return steps
+    if tokens:
+        return max(0, tokens - 1) or None
+    return steps or None
 
 
 def server_draft_nodes(server_info: dict | None) -> int | None:
     """Draft tokens one verify proposes when the server drafts a tree (SGLang
     ``speculative_eagle_topk`` > 1: ``speculative_num_draft_tokens - 1`` nodes, K its depth); None
     for a chain or n-gram, which propose at most K per verify."""
-    info = server_info or {}
-    if (info.get("speculative_eagle_topk") or 1) > 1 and info.get("speculative_num_draft_tokens"):
-        return max(0, int(info["speculative_num_draft_tokens"]) - 1) or None
-    return None
+    topk, _, tokens = _server_numbers(server_info)
+    return (max(0, tokens - 1) or None) if topk > 1 and tokens else None
 
 
 def declared_draft_length(*, given: int | None = None, options: dict | None = None, engine_info: dict | None = None,

@@ -159,3 +159,37 @@ def test_submit_takes_k_from_the_same_precedence_and_dry_runs_a_run_without_al(t
     meta, _, _ = read_runs(out.read_bytes())
     assert meta.draft_length == 3
     assert printed.startswith("no AL: no acceptance source")
+
+
+def test_a_draft_tree_is_held_to_its_nodes_on_the_board_as_in_results(tmp_path):
+    # SGLang EAGLE tree: top-k 4, depth 3, 6 draft tokens (5 nodes + the verified one) per verify.
+    # Three verifies propose 5 nodes each, 15 drafted tokens, and accept 3, 3 and 2 (at most the depth):
+    # within 3 x 5 proposals, but more than a chain of K = 3 proposes (3 x 3 = 9).
+    tree = {"speculative_eagle_topk": 4, "speculative_num_steps": 3, "speculative_num_draft_tokens": 6}
+    stats = EngineSpecStats(source="hand", verify_steps=3, draft_tokens=15, accepted_tokens=8,
+                            acceptance_histogram=[0, 0, 1, 2], draft_length=3, decode_steps=3, drafted_steps=3)
+    run = write_run(tmp_path / "tree", [_record("q1", [1, 4, 4, 3], [50, 150, 250, 350], stats=stats)],
+                    engine="sglang", config="qualitative", server={"server_info": tree})
+    (point,) = compute_results(run, num_resamples=0)["points"]
+    assert point["consistency"] == {}
+    meta, runs, _ = read_runs(pack_bundle([run], {**METADATA, "engine": "sglang"}, []))
+    assert meta.draft_length == 3
+    (board_run,) = runs
+    assert board_run.records[0].engine_stats.draft_tokens == 15
+    # A chain (no top-k) with the same counts is still refused: 15 drafts over 3 verifies of K = 3.
+    chain = write_run(tmp_path / "chain", [_record("q1", [1, 4, 4, 3], [50, 150, 250, 350], stats=stats)],
+                      engine="sglang", config="qualitative", server={"server_info": {"speculative_num_steps": 3}})
+    with pytest.raises(Exception, match="drafted") as refused:
+        read_runs(pack_bundle([chain], {**METADATA, "engine": "sglang"}, []))
+    assert getattr(refused.value, "rule", None) == "stats.drafted_vs_steps"
+
+
+def test_a_strangers_server_description_that_is_not_numbers_counts_as_absent():
+    from speedbench.metrics.draft_length import server_draft_length, server_draft_nodes
+
+    assert server_draft_nodes({"speculative_eagle_topk": "many", "speculative_num_draft_tokens": 6}) is None
+    assert server_draft_nodes({"speculative_eagle_topk": 4, "speculative_num_draft_tokens": [6]}) is None
+    assert server_draft_nodes("not an object") is None
+    assert server_draft_length({"speculative_eagle_topk": None, "speculative_num_draft_tokens": "4"}) == 3
+    assert server_draft_length({"speculative_eagle_topk": 4, "speculative_num_steps": 3,
+                                "speculative_num_draft_tokens": 6}) == 3
