@@ -192,15 +192,24 @@ def flag_of(cls, name: str) -> str | None:
 
 # -- parsers shared by several commands ---------------------------------------------------------
 
+def _positive_list(text: str, kind: type, noun: str) -> list:
+    try:
+        values = [kind(v) for v in text.replace(" ", "").split(",") if v]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated {noun}s, got {text!r}") from None
+    if not values or any(v <= 0 for v in values):
+        raise argparse.ArgumentTypeError(f"expected positive {noun}s, got {text!r}")
+    return values
+
+
 def positive_ints(text: str) -> list[int]:
     """``"1,2,4"`` -> ``[1, 2, 4]``; each value a positive integer."""
-    try:
-        values = [int(v) for v in text.replace(" ", "").split(",") if v]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
-    if not values or any(v < 1 for v in values):
-        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
-    return values
+    return _positive_list(text, int, "integer")
+
+
+def positive_floats(text: str) -> list[float]:
+    """``"0.5,2"`` -> ``[0.5, 2.0]``; each value a positive number."""
+    return _positive_list(text, float, "number")
 
 
 def names(text: str) -> list[str]:
@@ -208,17 +217,6 @@ def names(text: str) -> list[str]:
     values = [v.strip() for v in text.split(",") if v.strip()]
     if not values:
         raise argparse.ArgumentTypeError(f"expected comma-separated names, got {text!r}")
-    return values
-
-
-def positive_floats(text: str) -> list[float]:
-    """``"0.5,2"`` -> ``[0.5, 2.0]``; each value a positive number."""
-    try:
-        values = [float(v) for v in text.replace(" ", "").split(",") if v]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
-    if not values or any(v <= 0 for v in values):
-        raise argparse.ArgumentTypeError(f"expected positive rates, got {text!r}")
     return values
 
 

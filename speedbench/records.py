@@ -208,6 +208,10 @@ class TurnRecord:
 
 
 _TURN_FIELDS = dataclasses.fields(TurnRecord)
+# The fields of a record that one streamed request produces: the client's ``StreamResult``
+# (``speedbench.client.execution.stream``) is made of exactly these fields of ``TurnRecord``.
+STREAM_FIELDS = ("send_ns", "end_ns", "chunk_ns", "chunk_tokens", "output_tokens", "output_text", "finish_reason",
+                 "response_id", "engine_stats", "error", "error_kind", "attempts", "output_token_ids")
 
 
 @dataclass

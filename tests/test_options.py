@@ -90,7 +90,7 @@ def test_a_true_default_needs_a_no_flag():
 
 @pytest.mark.parametrize("parse,text,message", [
     (positive_ints, "1,x", "comma-separated integers"), (positive_ints, "0,2", "positive integers"),
-    (positive_ints, "", "positive integers"), (positive_floats, "1,-2", "positive rates"),
+    (positive_ints, "", "positive integers"), (positive_floats, "1,-2", "positive numbers"),
     (json_object, "[1]", "JSON object"), (json_object, "{", "JSON object")])
 def test_parsers_refuse_bad_text(parse, text, message):
     with pytest.raises(argparse.ArgumentTypeError, match=message):

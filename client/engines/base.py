@@ -91,6 +91,10 @@ class EngineAdapter:
     perf_metrics_path: str | None = None
     # K when the engine's statistics do not carry it (SGLang: from the server info).
     draft_length: int | None = None
+    # A route answering {"version": ...} (vLLM, TensorRT-LLM): the server description names the
+    # engine's version as "<version_label> <version>".
+    version_route: str | None = None
+    version_label: str | None = None
     # The routes a user can choose (``--api``): "native" is the engine's own; SGLang adds "openai".
     apis: tuple[str, ...] = ("native",)
 
@@ -138,6 +142,10 @@ class EngineAdapter:
         models = await get_json(session, self.url + "/v1/models")
         if models and models.get("data"):
             info["model_id"] = models["data"][0].get("id")
+        if self.version_route:
+            version = await get_json(session, self.url + self.version_route)
+            if version and version.get("version"):
+                info["engine_version"] = f"{self.version_label or self.name} {version['version']}"
         return info
 
     def request_stats_by_id(self, entries: Any) -> dict[str, dict[str, Any]]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from speedbench.client.engines.base import EngineAdapter, StreamState, get_json
+from speedbench.client.engines.base import EngineAdapter, StreamState
 from speedbench.client.engines.openai import completion_payload, parse_openai_completion_event
 from speedbench.metrics.steps import derive_decode_steps
 from speedbench.records import EngineSpecStats
@@ -40,6 +40,7 @@ PERF_METRICS_PATH = "/perf_metrics"
 
 class TrtLlmAdapter(EngineAdapter):
     name = "trtllm"
+    version_route, version_label = "/version", "tensorrt_llm"
     metrics_path = "/prometheus/metrics"
     perf_metrics_path = PERF_METRICS_PATH
 
@@ -81,13 +82,6 @@ class TrtLlmAdapter(EngineAdapter):
     def stats_from_request_entry(self, entry: dict[str, Any], output_tokens: int, draft_length: int | None,
                                  chunk_steps: int = 0) -> EngineSpecStats | None:
         return stats_from_perf_metrics(entry, output_tokens, draft_length, chunk_steps)
-
-    async def describe_server(self, session) -> dict[str, Any]:
-        info = await super().describe_server(session)
-        version = await get_json(session, self.url + "/version")
-        if version and version.get("version"):
-            info["engine_version"] = f"tensorrt_llm {version['version']}"
-        return info
 
 
 def perf_metrics_by_response_id(entries: Any) -> dict[str, dict[str, Any]]:

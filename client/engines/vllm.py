@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from speedbench.client.engines.base import EngineAdapter, StreamState, get_json
+from speedbench.client.engines.base import EngineAdapter, StreamState
 from speedbench.client.engines.openai import completion_payload, parse_openai_completion_event
 from speedbench.metrics.steps import derive_decode_steps
 from speedbench.records import EngineSpecStats
@@ -26,6 +26,7 @@ from speedbench.records import EngineSpecStats
 
 class VllmAdapter(EngineAdapter):
     name = "vllm"
+    version_route, version_label = "/version", "vllm"
 
     def build_payload(self, prompt_ids: list[int]) -> dict[str, Any]:
         return completion_payload(
@@ -73,11 +74,4 @@ class VllmAdapter(EngineAdapter):
             drafted_steps=drafted_steps,
             accepted_past_max_tokens=past,
         )
-
-    async def describe_server(self, session) -> dict[str, Any]:
-        info = await super().describe_server(session)
-        version = await get_json(session, self.url + "/version")
-        if version and version.get("version"):
-            info["engine_version"] = f"vllm {version['version']}"
-        return info
 

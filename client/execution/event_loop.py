@@ -35,7 +35,7 @@ from speedbench.client.execution.loop_lag import LoopLagMonitor
 from speedbench.client.execution.stream import stream_request
 from speedbench.client.load.shapes import load_shape_for
 from speedbench.client.recording.writer import RecordWriter
-from speedbench.records import IDS_FROM_ENGINE, IDS_REENCODED, TurnRecord
+from speedbench.records import IDS_FROM_ENGINE, IDS_REENCODED, STREAM_FIELDS, TurnRecord
 
 
 def output_ids(result, tokenizer) -> tuple[list[int] | None, str | None]:
@@ -79,13 +79,9 @@ def _turn_record(ctx: _PhaseContext, conversation: Conversation, turn_index: int
                  scheduled_ns: int, started_unix: float, result) -> TurnRecord:
     record = TurnRecord(
         **_base_fields(ctx, conversation, turn_index, key),
-        prompt_tokens=len(prompt_ids), prompt_sha256=prompt_sha256(prompt_ids),
-        scheduled_ns=scheduled_ns, send_ns=result.send_ns, end_ns=result.end_ns,
-        started_unix_s=started_unix, chunk_ns=result.chunk_ns, chunk_tokens=result.chunk_tokens,
-        chunks_are_steps=ctx.adapter.chunks_are_steps, output_tokens=result.output_tokens,
-        output_text=result.output_text, finish_reason=result.finish_reason,
-        response_id=result.response_id, engine_stats=result.engine_stats, error=result.error,
-        error_kind=result.error_kind, attempts=result.attempts,
+        **{name: getattr(result, name) for name in STREAM_FIELDS},  # what the stream produced
+        prompt_tokens=len(prompt_ids), prompt_sha256=prompt_sha256(prompt_ids), scheduled_ns=scheduled_ns,
+        started_unix_s=started_unix, chunks_are_steps=ctx.adapter.chunks_are_steps,
         client_loop_lag_ns=ctx.loop_lag.max_lag_ns(result.send_ns, result.end_ns) if ctx.loop_lag else None)
     record.output_token_ids, record.output_token_ids_source = output_ids(result, ctx.tokenizer)
     return record

@@ -18,17 +18,7 @@ import uuid
 from dataclasses import replace
 from pathlib import Path
 
-try:
-    import orjson
-
-    _loads, _dumps = orjson.loads, orjson.dumps
-except ImportError:  # pragma: no cover - orjson is a dependency of the client extra
-    import json
-
-    _loads = json.loads
-
-    def _dumps(value) -> bytes:
-        return json.dumps(value, separators=(",", ":")).encode()
+import orjson  # a pinned dependency
 
 from speedbench.client.execution.event_loop import run_phase
 from speedbench.client.execution.phase import ClientSettings, ErrorBudgetExceeded, ErrorCounter, PhaseSpec
@@ -55,13 +45,13 @@ def shift_line(line: bytes, shift_ns: int, offset_ns: int) -> tuple[str, bool, b
     """``(record_key, warmup, line)`` with the record's monotonic times plus ``shift_ns`` (onto
     the driver's monotonic clock) and its wall time minus ``offset_ns`` (onto the driver's wall
     clock); the line is passed through unchanged when both are 0."""
-    data = _loads(line)
+    data = orjson.loads(line)
     if shift_ns or offset_ns:
         for name in MONOTONIC_FIELDS:
             data[name] += shift_ns
         data["chunk_ns"] = [t + shift_ns for t in data.get("chunk_ns") or []]
         data["started_unix_s"] -= offset_ns / 1e9
-        line = _dumps(data)
+        line = orjson.dumps(data)
     return data["record_key"], bool(data.get("warmup")), line
 
 

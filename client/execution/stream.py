@@ -15,45 +15,36 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass, field
+from dataclasses import MISSING, field, fields, make_dataclass
 from typing import Any
 
 import aiohttp
 
-try:
-    import orjson
-
-    _loads = orjson.loads
-    _dumps = orjson.dumps
-except ImportError:  # pragma: no cover - orjson is a dependency; json keeps the client usable
-    import json
-
-    _loads = json.loads
-
-    def _dumps(value: Any) -> bytes:
-        return json.dumps(value).encode()
+import orjson  # a pinned dependency
 
 from speedbench.client.engines.base import EngineAdapter, StreamError, StreamState
-from speedbench.records import EngineSpecStats
+from speedbench.records import STREAM_FIELDS, TurnRecord
 
 _JSON_HEADERS = {"Content-Type": "application/json", "Accept": "text/event-stream"}
 
 
-@dataclass
-class StreamResult:
-    send_ns: int
-    end_ns: int
-    chunk_ns: list[int] = field(default_factory=list)
-    chunk_tokens: list[int] = field(default_factory=list)
-    output_tokens: int = 0
-    output_text: str = ""
-    finish_reason: str | None = None
-    response_id: str | None = None
-    engine_stats: EngineSpecStats | None = None
-    error: str | None = None
-    error_kind: str | None = None
-    attempts: int = 1
-    output_token_ids: list[int] | None = None  # the engine's ids, only when they add up to output_tokens
+def _stream_result_type() -> type:
+    """``StreamResult``: the fields of ``TurnRecord`` a stream produces (``STREAM_FIELDS``), with the
+    types and defaults ``TurnRecord`` declares, so the two never drift apart. ``output_token_ids``
+    holds the engine's ids only when they add up to ``output_tokens``."""
+    declared = {f.name: f for f in fields(TurnRecord)}
+    spec = []
+    for name in STREAM_FIELDS:
+        f = declared[name]
+        kwargs = ({"default": f.default} if f.default is not MISSING else
+                  {"default_factory": f.default_factory} if f.default_factory is not MISSING else {})
+        spec.append((name, f.type, field(**kwargs)))
+    result = make_dataclass("StreamResult", spec)
+    result.__module__ = __name__  # make_dataclass names its caller's module only from Python 3.12
+    return result
+
+
+StreamResult = _stream_result_type()
 
 
 def engine_token_ids(state: StreamState, chunk_tokens: list[int]) -> list[int] | None:
@@ -83,7 +74,7 @@ async def stream_request(
     read_timeout_s: float | None = None,
 ) -> StreamResult:
     """Send one request and read its stream to the end (never raises for request failures)."""
-    body = _dumps(payload)
+    body = orjson.dumps(payload)
     timeout = aiohttp.ClientTimeout(total=request_timeout_s, sock_read=read_timeout_s)
     attempts = 0
     while True:
@@ -202,7 +193,7 @@ def _handle_lines(lines, now: int, adapter, state: StreamState, chunk_ns: list[i
         if data == b"[DONE]":
             return True
         try:
-            event = _loads(data)
+            event = orjson.loads(data)
         except ValueError as decode_error:
             raise StreamError("malformed", f"invalid JSON in SSE event: {data[:200]!r} ({decode_error})")
         if type(event) is not dict:

@@ -13,29 +13,18 @@ from pathlib import Path
 
 from speedbench.records import RECORDS_NAME, TurnRecord, read_records
 
-try:
-    import orjson
+import orjson  # a pinned dependency
 
-    def _encode(value) -> bytes:
-        return orjson.dumps(value)
 
-    def encode_record(record: TurnRecord) -> bytes:
-        """One record's JSON, byte for byte ``_encode(record.to_dict())`` (a test holds it to that).
+def encode_record(record: TurnRecord) -> bytes:
+    """One record's JSON, byte for byte ``orjson.dumps(record.to_dict())`` (a test holds it to that).
 
-        orjson serializes the dataclass itself, fields in order, ``engine_stats`` nested as
-        ``dataclasses.asdict`` would: no intermediate dict on the event loop at every request's end.
-        A subclass may have its own ``to_dict``, so only a plain ``TurnRecord`` takes this path."""
-        if type(record) is TurnRecord:
-            return orjson.dumps(record)
-        return orjson.dumps(record.to_dict())
-except ImportError:  # pragma: no cover
-    import json
-
-    def _encode(value) -> bytes:
-        return json.dumps(value, separators=(",", ":")).encode()
-
-    def encode_record(record: TurnRecord) -> bytes:
-        return _encode(record.to_dict())
+    orjson serializes the dataclass itself, fields in order, ``engine_stats`` nested as
+    ``dataclasses.asdict`` would: no intermediate dict on the event loop at every request's end.
+    A subclass may have its own ``to_dict``, so only a plain ``TurnRecord`` takes this path."""
+    if type(record) is TurnRecord:
+        return orjson.dumps(record)
+    return orjson.dumps(record.to_dict())
 
 
 class RecordWriter:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from speedbench.options import positive_ints
 from speedbench.records import RECORDS_NAME
 
 GROUPS = (("by_category", "category"), ("by_subcategory", "subcategory"), ("by_language", "language"))
@@ -41,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
     parser.add_argument("--draft-vocab", type=Path, default=None, metavar="FILE",
                         help="the drafter's vocabulary: .safetensors (d2t / t2d) or .json (list of target ids)")
-    parser.add_argument("--top-k", type=_k_list, default=[], metavar="K[,K...]",
+    parser.add_argument("--top-k", type=positive_ints, default=[], metavar="K[,K...]",
                         help="simulate pruning to the K most frequent tokens of --top-k-corpus, e.g. 16000,32000,64000")
     parser.add_argument("--top-k-corpus", default=None, metavar="RUN|COUNTS_FILE",
                         help="corpus ranking the tokens for --top-k: a run folder, a JSON {id: count} or an "
@@ -62,16 +63,6 @@ def _positive_int(text: str) -> int:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
     return value
-
-
-def _k_list(text: str) -> list[int]:
-    try:
-        values = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--top-k: {text!r} is not a comma-separated list of integers") from None
-    if not values or min(values) <= 0:
-        raise argparse.ArgumentTypeError(f"--top-k: {text!r}: every K must be a positive integer")
-    return values
 
 
 @dataclass

@@ -249,7 +249,7 @@ def test_bad_inputs_fail_with_the_file_or_record_named(tmp_path, sd_run, capsys)
     assert code == 1 and "not a run folder" in err
     with pytest.raises(SystemExit):
         _run_cli([run, "--top-k", "16000,x"], capsys)
-    assert "not a comma-separated list" in capsys.readouterr().err
+    assert "argument --top-k: expected comma-separated integers" in capsys.readouterr().err
     for size in ("0", "-5", "x"):
         with pytest.raises(SystemExit):
             _run_cli([run, "--top-k", "2", "--target-vocab-size", size], capsys)
