@@ -6,6 +6,9 @@ import json
 import sys
 from pathlib import Path
 
+from speedbench.options import add_arguments
+from speedbench.settings import AnalysisOptions
+
 TOOLS = ("vllm", "sglang", "llamacpp", "aiperf", "specdec")
 
 
@@ -34,16 +37,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--server-token-count", action="store_true",
                         help="aiperf: count output tokens as the engine did (aiperf --use-server-token-count) instead "
                              "of re-encoding the text with the run's tokenizer")
+    add_arguments(parser, AnalysisOptions)  # --tolerance, --resamples: as run and report compute our figures
     parser.set_defaults(func=run)
 
 
-def _token_counter(manifest: dict, use_server: bool):
+def _token_counter(tokenizer_path: str, use_server: bool):
     """aiperf re-counts output tokens from text; with the run's tokenizer when it is here."""
     if use_server:
         return None
     from speedbench.tokenization.target import TargetTokenizer
 
-    folder = Path(manifest.get("tokenizer_path") or "")
+    folder = Path(tokenizer_path or "")
     if not folder.is_dir():
         return None
     tokenizer = TargetTokenizer.from_folder(folder)
@@ -77,26 +81,31 @@ def print_rows(rows, tool: str, point: str, view: dict) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from speedbench.metrics.run_results import compute_results, read_counter_points
+    from speedbench.metrics.run_results import compute_results
+    from speedbench.options import from_args
     from speedbench.peers.compare import MISMATCH, compare, detect_tool, select_point
     from speedbench.peers.ours import our_category_figures, our_figures
     from speedbench.peers.view import PEERS, peer_views
-    from speedbench.records import COUNTERS_NAME, MANIFEST_NAME, RECORDS_NAME, read_records
+    from speedbench.run_folder import read_run_folder
 
+    analysis = from_args(AnalysisOptions, args)
     try:
         tool = args.tool or detect_tool(args.peer_result)
         peer = PEERS[tool].read_result(args.peer_result)
-        manifest = json.loads((args.run_dir / MANIFEST_NAME).read_text(encoding="utf-8"))
-        results = compute_results(args.run_dir, num_resamples=200)
+        folder = read_run_folder(args.run_dir)  # RunFolderError (a ValueError) names the file
+        results = compute_results(folder, tolerance=analysis.agreement_tolerance,
+                                  num_resamples=analysis.num_resamples)
         point = select_point(results["points"], peer.get("meta") or {}, args.point)
     except (OSError, ValueError, KeyError) as error:
         print(f"speedbench compare: {error}", file=sys.stderr)
         return 2
     name = point["run_point"]
-    records = [r for r in read_records(args.run_dir / RECORDS_NAME) if r.run_point == name]
-    counters = read_counter_points(args.run_dir / COUNTERS_NAME).get(name)
-    count_tokens = _token_counter(manifest, args.server_token_count) if tool == "aiperf" else None
-    view = peer_views(records, manifest["engine"], counters, count_tokens)[tool]
+    view = point["peers"][tool]  # the peer view results.json holds
+    count_tokens = _token_counter(folder.manifest.tokenizer_path, args.server_token_count) if tool == "aiperf" \
+        else None
+    if count_tokens is not None:  # aiperf re-counts the output from its text: the view again, with the tokenizer
+        view = peer_views(folder.point_records(name), folder.manifest.engine, folder.counters.get(name),
+                          count_tokens)[tool]
     rows = compare(tool, peer, view, our_figures(point), our_category_figures(point))
     print_rows(rows, tool, name, view)
     mismatches = [r for r in rows if r.verdict == MISMATCH]

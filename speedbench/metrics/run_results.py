@@ -27,8 +27,8 @@ from speedbench.metrics.record_acceptance import RecordAcceptance, record_accept
 from speedbench.metrics.results import to_jsonable
 from speedbench.metrics.steps import TOKENS_PER_DECODE_STEP
 from speedbench.peers.view import peer_views
-from speedbench.records import MANIFEST_NAME, RECORDS_NAME, TurnRecord, jsonl_lines
-from speedbench.run_folder import RunFolder, counter_points, read_run_folder
+from speedbench.records import MANIFEST_NAME, RECORDS_NAME, TurnRecord
+from speedbench.run_folder import RunFolder, read_run_folder
 from speedbench.settings import AGREEMENT_TOLERANCE, NUM_RESAMPLES
 
 RESULTS_FORMAT_VERSION = 1
@@ -196,10 +196,4 @@ def compute_results(run: str | Path | RunFolder, tolerance: float = AGREEMENT_TO
     })
 
 
-def read_counter_points(path: Path) -> dict[str, dict]:
-    """The latest ``counters.jsonl`` entry per point (:func:`speedbench.run_folder.counter_points`)."""
-    path = Path(path)
-    return counter_points(jsonl_lines(path.read_bytes(), str(path))) if path.exists() else {}
-
-
-__all__ = ["PointResult", "RESULTS_FORMAT_VERSION", "analyse_point", "compute_results", "read_counter_points"]
+__all__ = ["PointResult", "RESULTS_FORMAT_VERSION", "analyse_point", "compute_results"]

@@ -36,16 +36,12 @@ def _mean(value: Any) -> Any:
     return value.get("mean") if isinstance(value, dict) else value
 
 
-def our_figures(point: dict) -> dict[str, Any]:
-    """Acceptance, counts, latency and throughput of one point, by our names."""
-    latency = point.get("latency") or {}
-    figures = _acceptance(_primary(point))
-    figures.update({"num_requests": (point.get("totals") or {}).get("ok"),
-                    "total_output_tokens": latency.get("total_output_tokens"),
-                    "output_tps": latency.get("output_tps"), "request_throughput": latency.get("request_throughput"),
-                    # per-request TPOT, (t_N - t_1) / (tokens - n_1), averaged over requests
-                    "tpot_request_mean": _mean(latency.get("tpot_request_mean")),
-                    "acceptance_source": point.get("primary_acceptance_source")})
+def _latency(latency: dict) -> dict[str, Any]:
+    """Latency and throughput figures of a point's (or one category's) latency summary."""
+    figures = {"total_output_tokens": latency.get("total_output_tokens"), "output_tps": latency.get("output_tps"),
+               "request_throughput": latency.get("request_throughput"),
+               # per-request TPOT, (t_N - t_1) / (tokens - n_1), averaged over requests
+               "tpot_request_mean": _mean(latency.get("tpot_request_mean"))}
     for quantity in ("ttft", "e2e", "step_latency", "tpot", "user_tps"):
         stats = latency.get(quantity) or {}
         for stat in ("mean", "p50", "p99"):
@@ -53,10 +49,24 @@ def our_figures(point: dict) -> dict[str, Any]:
     return figures
 
 
+def our_figures(point: dict) -> dict[str, Any]:
+    """Acceptance, counts, latency and throughput of one point, by our names."""
+    return {**_acceptance(_primary(point)), **_latency(point.get("latency") or {}),
+            "num_requests": (point.get("totals") or {}).get("ok"),
+            "acceptance_source": point.get("primary_acceptance_source")}
+
+
 def our_category_figures(point: dict) -> dict[str, dict[str, Any]]:
-    """Acceptance figures per category of the primary source."""
-    per_category = _primary(point).get("per_category") or {}
-    return {category: _acceptance(summary) for category, summary in per_category.items()}
+    """Acceptance figures of the primary source and latency figures, per category; ``num_requests``
+    counts request-turns, as for the whole point."""
+    acceptance = _primary(point).get("per_category") or {}
+    latency = (point.get("latency") or {}).get("per_category") or {}
+    out = {}
+    for category in dict.fromkeys([*acceptance, *latency]):
+        timing = latency.get(category) or {}
+        out[category] = {**_acceptance(acceptance.get(category) or {}), **_latency(timing),
+                         "num_requests": timing.get("num_requests")}
+    return out
 
 
 __all__ = ["our_category_figures", "our_figures"]

@@ -99,6 +99,7 @@ def test_llamacpp_output_compared_per_category(tmp_path):
     assert rows[("all", "accept_rate")]["verdict"] == EQUAL
     assert rows[("writing", "accept_rate")]["verdict"] == EQUAL and rows[("qa", "draft_n")]["verdict"] == EQUAL
     assert rows[("writing", "accept_rate")]["ours"] == pytest.approx(5 / 6)  # our per-category rate, same definition
+    assert (rows[("writing", "turns")]["ours"], rows[("qa", "turns")]["ours"]) == (1, 1)  # our requests per category
     assert rows[("qa", "avg_latency")]["verdict"] == MEASURED
     assert rows[("all", "avg_pred_t_s")]["verdict"] == MISSING  # these records hold no predicted_per_second
 
@@ -178,3 +179,13 @@ def test_aiperf_export_compared_on_the_run(run_dir, tmp_path):
     assert all(r["verdict"] == EQUAL for r in rows.values()), rows
     assert rows["spec_decode_acceptance_length"]["ours_name"] == "acceptance_length_request_weighted"
     assert rows["spec_decode_acceptance_length"]["ours"] == pytest.approx(2.5)
+
+
+def test_a_run_folder_compare_cannot_read_is_named(run_dir, tmp_path, capsys):
+    path = tmp_path / "vllm.json"
+    path.write_text(json.dumps(vllm_result()))
+    assert main(["compare", str(path), str(tmp_path / "nowhere")]) == 2
+    assert f"{tmp_path / 'nowhere'}: not a run folder" in capsys.readouterr().err
+    (run_dir / "manifest.json").write_text("{torn")
+    assert main(["compare", str(path), str(run_dir)]) == 2
+    assert f"{run_dir / 'manifest.json'}: not valid JSON" in capsys.readouterr().err
