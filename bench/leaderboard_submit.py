@@ -8,7 +8,7 @@ how many it accepts per second with 8 uploads at once.
    records (the floor any validator pays).
 2. The largest bundle the limits allow: a full 1k bucket (1,536 prompts, 512 tokens) at the
    most load points a run may have (16), baseline included, with SD runs added until the next
-   would pass the unpacked cap (SPEEDBENCH_MAX_UNPACKED_MB, 512 MiB). It is submitted in a fresh
+   would pass the unpacked cap (SPEEDBENCH_MAX_UNPACKED_MB, 384 MiB). It is submitted in a fresh
    subprocess that prints its peak RSS (VmHWM) and CPU seconds (user + system).
 3. 8 concurrent uploads (threads, one store, as the Space's queue runs them) of distinct
    Qualitative bundles: submissions per second, next to the same uploads one after another.
