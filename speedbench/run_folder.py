@@ -251,6 +251,16 @@ class _DiskFiles(Mapping):
         return sum(1 for _ in self)
 
 
+def read_run_manifest(path: str | Path) -> RunManifest:
+    """Only ``manifest.json`` of a run folder on disk (what produced the run, without reading its
+    records), parsed as :func:`read_run_folder` parses it; RunFolderError names the file."""
+    rules, folder = ReadRules(), Path(path)
+    where = f"{folder}/{MANIFEST_NAME}"
+    if not (folder / MANIFEST_NAME).is_file():
+        raise rules.missing(str(folder), where)
+    return rules.manifest((folder / MANIFEST_NAME).read_bytes(), where)
+
+
 def read_run_folder(path: str | Path, files: Mapping[str, Any] | None = None, rules: ReadRules | None = None, *,
                     role: str | None = None, draft_length: int | None = None) -> RunFolder:
     """Read the run folder ``path``: from disk, or from ``files`` (``{"<path>/<name>": bytes}``, a
@@ -281,4 +291,4 @@ def read_run_folder(path: str | Path, files: Mapping[str, Any] | None = None, ru
 
 
 __all__ = ["ENGINE_NAME", "ReadRules", "RunFolder", "RunFolderError", "counter_points", "point_sort_key",
-           "read_run_folder"]
+           "read_run_folder", "read_run_manifest"]

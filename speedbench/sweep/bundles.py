@@ -8,27 +8,23 @@ leaderboard requires is not written; the summary says which key to add to the pl
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Callable
 
+from speedbench.run_folder import read_run_manifest
 from speedbench.sweep.plan import Plan
 from speedbench.sweep.units import Unit
 
 BUNDLES_DIR = "bundles"
 
 
-def _manifest(unit: Unit) -> dict:
-    return json.loads((unit.run_dir / "manifest.json").read_text(encoding="utf-8"))
-
-
 def bundle_metadata(plan: Plan, unit: Unit) -> dict:
-    manifest = _manifest(unit)
+    manifest = read_run_manifest(unit.run_dir)
     submission = plan.submission
-    sampling = (manifest.get("options") or {}).get("sampling") or {}
-    return {"model": submission.get("model") or manifest.get("model_id"),
+    sampling = (manifest.options or {}).get("sampling") or {}
+    return {"model": submission.get("model") or manifest.model_id,
             "drafter": unit.variant.drafter or unit.variant.method, "sd_method": unit.variant.method,
-            "engine": unit.variant.engine, "engine_version": manifest.get("engine_version"),
+            "engine": unit.variant.engine, "engine_version": manifest.engine_version,
             "gpu": submission.get("gpu"), "draft_length": unit.variant.k, "temperature": sampling.get("temperature"),
             "model_family": submission.get("model_family", ""), "submitter": submission.get("submitter", ""),
             "notes": submission.get("notes", "")}
