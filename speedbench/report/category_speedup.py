@@ -9,24 +9,30 @@ step times and the category's tokens per decode step, where the speedup table's 
 """
 from __future__ import annotations
 
-import math
 from typing import Any
 
+from speedbench.metrics.latency import per_request_latency, timings_from_lists
 from speedbench.metrics.speedup import category_speedups
 from speedbench.records import TurnRecord
 
 
-def decode_speed(record: TurnRecord) -> float:
-    """``(tokens - 1) / (t_N - t_1)`` in tokens/s (NaN with fewer than two chunks)."""
-    if len(record.chunk_ns) < 2 or record.chunk_ns[-1] <= record.chunk_ns[0]:
-        return math.nan
-    return (sum(record.chunk_tokens) - 1) / ((record.chunk_ns[-1] - record.chunk_ns[0]) / 1e9)
+def decode_speeds(records: list[TurnRecord]) -> list[float]:
+    """Each request's decode speed: its user TPS ``(tokens - 1) / (t_N - t_1)`` as the point's latency
+    figures compute it (:func:`speedbench.metrics.latency.per_request_latency`, chunks without a token
+    left out); NaN with fewer than two chunks."""
+    if not records:
+        return []
+    origin = min(r.scheduled_ns for r in records)  # relative integer ns first, as load_point does
+    timings = timings_from_lists([(r.scheduled_ns - origin) / 1e9 for r in records],
+                                 [[(t - origin) / 1e9 for t in r.chunk_ns] for r in records],
+                                 [r.chunk_tokens for r in records])
+    return [float(v) for v in per_request_latency(timings).user_tps]
 
 
 def _columns(records: list[TurnRecord]) -> tuple[list[str], list[str], list[float], list[float]]:
     done = [r for r in records if r.ok and r.chunk_ns and r.e2e_s > 0]
     return ([f"{r.question_id}/{r.turn_index}" for r in done], [r.category for r in done], [r.e2e_s for r in done],
-            [decode_speed(r) for r in done])
+            decode_speeds(done))
 
 
 def _tokens_per_step(point: dict) -> dict[str, tuple[float, list[float] | None]]:
@@ -67,4 +73,4 @@ def category_speedup_rows(speedup: list[dict], analysed: dict[tuple[str, str], d
     return out
 
 
-__all__ = ["category_speedup_rows", "decode_speed"]
+__all__ = ["category_speedup_rows", "decode_speeds"]

@@ -37,3 +37,16 @@ def test_speedup_per_category_by_hand(tmp_path):
     assert rows["writing"]["latency_speedup_ci_low"] == approx(0.95 / 0.35)  # one pair: no spread
     table = next(t for t in TABLES if t.name == "speedup_by_category")
     assert len(table.cells(data)) == 2
+
+
+def test_decode_speed_per_category_is_the_user_tps_of_the_latency_figures(tmp_path):
+    # A closing chunk with no token (a usage-only event) at 1.9 s is no arrival of output: qa's SD request
+    # still decodes (4 - 1) tokens between 1.1 and 1.6 s, as the point's user TPS says.
+    sd = [record("q2", "qa", send=1.0, chunks=(1.1, 1.3, 1.6, 1.9), tokens=(1, 2, 1, 0), end=1.95, accepted=1,
+                 drafted=6, steps=2, histogram=[1, 1, 0, 0])]
+    base = [record("q2", "qa", send=1.0, chunks=(1.1, 1.2, 1.3, 1.4), tokens=(1,) * 4, end=1.45)]
+    data = compute_report(load_runs([write_run(tmp_path / "sd", sd, "vllm", draft_length=3),
+                                     write_run(tmp_path / "base", base, "vllm", draft_length=None)]))
+    (row,) = data.speedup_by_category
+    assert row["decode_speedup"] == approx((3 / 0.5) / (3 / 0.3))
+    assert data.details["sd/c1"]["latency"]["user_tps"]["mean"] == approx(3 / 0.5)
