@@ -27,6 +27,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", type=Path, required=True, help="folder to write into (created)")
     parser.add_argument("--config", action="append", default=None, metavar="CONFIG",
                         help="config to export (repeat for several; default: every config in the folder)")
+    parser.add_argument("--as", dest="name", default=None, metavar="NAME",
+                        help="write the one config under this name: vllm bench serve selects only the published "
+                             "names (qualitative, throughput_1k, ...), so e.g. --config lite_qualitative --as "
+                             "qualitative")
     parser.set_defaults(func=run)
 
 
@@ -34,13 +38,15 @@ def run(args: argparse.Namespace) -> int:
     from speedbench.peers.layouts import ExportError, export
 
     try:
-        manifest = export(args.dataset, args.layout, args.out, args.config)
+        manifest = export(args.dataset, args.layout, args.out, args.config, args.name)
     except ExportError as error:
         print(f"speedbench export: {error}", file=sys.stderr)
         return 1
     for config, info in manifest["configs"].items():
-        print(f"{config}: {info['rows']} rows")
+        renamed = f" (config {info['source_config']})" if info["source_config"] != config else ""
+        print(f"{config}: {info['rows']} rows{renamed}")
     for name in manifest["files"]:
         print(f"wrote {args.out / name}")
-    print(f"note: {manifest['peer_sends']}")
+    for note in [manifest["peer_sends"], *manifest["notes"]]:
+        print(f"note: {note}")
     return 0

@@ -17,6 +17,10 @@
   ``datasets.load_dataset("nvidia/SPEED-Bench", <config>)`` finds the local folder of that name
   before the Hub.
 
+``name`` writes one config under another name: ``vllm bench serve`` selects only the published
+names (``PUBLISHED_CONFIGS``), so SPEED-Lite's ``lite_qualitative`` goes out as ``qualitative``;
+the manifest notes a vLLM file no published name selects.
+
 Rows whose turns still hold the reference's placeholder sentence are refused (llama.cpp's client
 would otherwise measure the sentence itself). ``OUT/export.json`` records what was written: the
 source folder, each config's content fingerprint and row count, every file's sha256.
@@ -29,9 +33,11 @@ from typing import Any
 
 from speedbench import __version__
 from speedbench.fingerprint import REFERENCE_LAYOUT_DIR, config_parquet_files, dataset_fingerprint, file_sha256
-from speedbench.schema import ARROW_SCHEMA, placeholder_turns
+from speedbench.schema import ARROW_SCHEMA, THROUGHPUT_BUCKETS, isl_bucket, placeholder_turns
 
 LAYOUTS = ("vllm", "sglang", "specdec", "llamacpp")
+# The published config names: vllm bench serve's --speed-bench-dataset-subset accepts only these.
+PUBLISHED_CONFIGS = ("qualitative", *(f"throughput_{bucket}" for bucket in THROUGHPUT_BUCKETS))
 REQUIRED_FIELDS = ("question_id", "category", "turns")
 HUB_FOLDER = Path("nvidia") / "SPEED-Bench"
 EXPORT_MANIFEST = "export.json"
@@ -148,28 +154,52 @@ def write_layout(layout: str, rows_by_config: dict[str, list[dict[str, Any]]], o
     raise ExportError(f"--layout {layout!r}: expected one of {', '.join(LAYOUTS)}")
 
 
-def export(dataset_dir: str | Path, layout: str, out_dir: str | Path, configs: list[str] | None = None) -> dict:
-    """Export ``configs`` (default: all) of a dataset folder in a peer's layout; returns the manifest."""
+def _published_name(config: str) -> str:
+    """The published config a subset of ``config`` stands for: its length bucket's, else qualitative."""
+    bucket = isl_bucket(config)
+    return f"throughput_{bucket}" if bucket in THROUGHPUT_BUCKETS else "qualitative"
+
+
+def _selectable(layout: str, names) -> list[str]:
+    """Notes on files the peer cannot be pointed at by their name."""
+    hidden = [n for n in names if n not in PUBLISHED_CONFIGS]
+    if layout != "vllm" or not hidden:
+        return []
+    return [f"vllm bench serve's --speed-bench-dataset-subset takes only {', '.join(PUBLISHED_CONFIGS)}: it cannot "
+            f"select {', '.join(f'{n}.jsonl' for n in hidden)}; export one config under a published name "
+            f"(--config {hidden[0]} --as {_published_name(hidden[0])})"]
+
+
+def export(dataset_dir: str | Path, layout: str, out_dir: str | Path, configs: list[str] | None = None,
+           name: str | None = None) -> dict:
+    """Export ``configs`` (default: all) of a dataset folder in a peer's layout, one of them under
+    ``name`` when given; returns the manifest."""
     dataset_dir, out_dir = Path(dataset_dir), Path(out_dir)
     if layout not in LAYOUTS:
         raise ExportError(f"--layout {layout!r}: expected one of {', '.join(LAYOUTS)}")
+    if not dataset_dir.is_dir():
+        raise ExportError(f"{dataset_dir}: no such dataset folder")
     present = dataset_configs(dataset_dir)
     configs = configs or present
     unknown = [c for c in configs if c not in present]
     if unknown or not configs:
         raise ExportError(f"{dataset_dir}: no config {', '.join(unknown) or '(none found)'} (configs present: "
                           f"{', '.join(present) or 'none'}; expected data/<config>/*.parquet)")
-    rows_by_config = {config: read_config(dataset_dir, config) for config in configs}
+    if name is not None and len(configs) != 1:
+        raise ExportError(f"--as names one config: give one --config (configs: {', '.join(configs)})")
+    names = {config: name or config for config in configs}
+    rows_by_name = {names[config]: read_config(dataset_dir, config) for config in configs}
     out_dir.mkdir(parents=True, exist_ok=True)
-    files = write_layout(layout, rows_by_config, out_dir)
+    files = write_layout(layout, rows_by_name, out_dir)
     manifest = {"generator": f"speedbench export {__version__}", "layout": layout, "source": str(dataset_dir),
-                "peer_sends": PEER_SENDS[layout],
-                "configs": {c: {"rows": len(rows), "dataset_config_sha256": dataset_fingerprint(dataset_dir, c)}
-                            for c, rows in rows_by_config.items()},
+                "peer_sends": PEER_SENDS[layout], "notes": _selectable(layout, rows_by_name),
+                "configs": {names[c]: {"source_config": c, "rows": len(rows_by_name[names[c]]),
+                                       "dataset_config_sha256": dataset_fingerprint(dataset_dir, c)}
+                            for c in configs},
                 "files": {str(p.relative_to(out_dir)): file_sha256(p) for p in files}}
     (out_dir / EXPORT_MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return manifest
 
 
-__all__ = ["EXPORT_MANIFEST", "HUB_FOLDER", "LAYOUTS", "PEER_SENDS", "ExportError", "dataset_configs", "export",
+__all__ = ["EXPORT_MANIFEST", "HUB_FOLDER", "LAYOUTS", "PEER_SENDS", "PUBLISHED_CONFIGS", "ExportError", "dataset_configs", "export",
            "read_config", "vllm_row", "write_layout"]

@@ -122,3 +122,36 @@ def test_unknown_config_is_named(dataset, tmp_path, capsys):
     assert main(["export", str(folder), "--layout", "sglang", "--out", str(tmp_path / "o"), "--config", "nope"]) == 1
     error = capsys.readouterr().err
     assert "no config nope" in error and f"configs present: {CONFIG}" in error
+
+
+def test_a_config_vllm_cannot_select_is_exported_under_a_published_name(tmp_path, capsys):
+    import pandas as pd
+
+    rows = story_rows(4)
+    write_dataset(tmp_path / "dataset", rows, config="lite_qualitative")
+    folder = write_dataset(tmp_path / "dataset", rows[:2], config="random_1k")
+    # vllm bench serve's --speed-bench-dataset-subset accepts only the published names: said, not refused
+    assert export(folder, "vllm", tmp_path / "plain") == 0
+    out = capsys.readouterr().out
+    assert "lite_qualitative.jsonl" in out and "--as qualitative" in out and "random_1k" in out
+    assert main(["export", str(folder), "--layout", "vllm", "--out", str(tmp_path / "out"),
+                 "--config", "lite_qualitative", "--as", "qualitative"]) == 0
+    out = capsys.readouterr().out
+    assert "qualitative: 4 rows (config lite_qualitative)" in out and "cannot select" not in out
+    frame = pd.read_json(tmp_path / "out" / "qualitative.jsonl", lines=True)
+    assert list(frame["question_id"]) == [r.question_id for r in rows]
+    manifest = json.loads((tmp_path / "out" / "export.json").read_text())
+    assert manifest["configs"]["qualitative"]["source_config"] == "lite_qualitative"
+    assert not (tmp_path / "out" / "lite_qualitative.jsonl").exists()
+
+
+def test_as_takes_one_config_and_a_missing_folder_is_named(dataset, tmp_path, capsys):
+    folder, _ = dataset
+    assert main(["export", str(folder), "--layout", "vllm", "--out", str(tmp_path / "o"), "--as", "x"]) == 0
+    assert (tmp_path / "o" / "x.jsonl").exists()  # the folder's only config
+    write_dataset(folder, story_rows(2), config="throughput_1k")
+    capsys.readouterr()
+    assert main(["export", str(folder), "--layout", "vllm", "--out", str(tmp_path / "p"), "--as", "x"]) == 1
+    assert "--as names one config: give one --config (configs: qualitative, throughput_1k)" in capsys.readouterr().err
+    assert export(tmp_path / "nowhere", "vllm", tmp_path / "q") == 1
+    assert f"{tmp_path / 'nowhere'}: no such dataset folder" in capsys.readouterr().err
