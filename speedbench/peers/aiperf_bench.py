@@ -29,13 +29,12 @@ metrics in ``aiperf/metrics/types/`` and ``aiperf/dataset/loader/speed_bench.py`
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
-from speedbench.peers.common import TIMING, Figure, PeerView, Request
+from speedbench.peers.common import TIMING, Figure, PeerView, Request, load_json
 
 TOOL = "aiperf"
 VERSION = "aiperf 0.13.0"
@@ -142,10 +141,7 @@ def read_result(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     if path.is_dir():
         path = path / EXPORT_FILE
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as error:
-        raise ValueError(f"{path}: not an aiperf export ({error})") from error
+    data = load_json(path, "an aiperf export")
     if not is_result(data):
         raise ValueError(f"{path}: not an aiperf export (no metric objects with 'unit' and 'avg')")
     figures = {key: value.get("avg") for key, value in data.items()

@@ -7,7 +7,9 @@ must then be equal on the same traffic), otherwise ``differs`` says how.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
@@ -133,6 +135,29 @@ def summary_ms(values_s, prefix: str, stats=("mean", "median", "p99")) -> dict[s
     return out
 
 
+def run_figures(done: list[Request], ends_s: list[float], series: dict[str, list[float]],
+                stats: tuple[str, ...]) -> dict[str, Any]:
+    """A serving benchmark's run figures: completed requests, output tokens, the duration from the
+    first send to the last of ``ends_s`` (each tool ends a request its own way), throughputs, and
+    each latency series summarised in ms (:func:`summary_ms`)."""
+    duration = max(ends_s) - min(r.send_s for r in done)
+    total = sum(r.output_tokens for r in done)
+    out: dict[str, Any] = {"completed": len(done), "total_output_tokens": total, "duration": duration,
+                           "output_throughput": total / duration if duration > 0 else None,
+                           "request_throughput": len(done) / duration if duration > 0 else None}
+    for name, values in series.items():
+        out.update(summary_ms(values, name, stats))
+    return out
+
+
+def load_json(path: str | Path, what: str) -> Any:
+    """A peer's saved JSON file; a ValueError naming the file and the tool when it is not readable JSON."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as error:
+        raise ValueError(f"{path}: not {what} ({error})") from error
+
+
 def group_turns(requests: list[Request]) -> dict[str, list[Request]]:
     """Request-turns grouped by question_id (turns in order): a conversation as one sample."""
     groups: dict[str, list[Request]] = {}
@@ -141,5 +166,5 @@ def group_turns(requests: list[Request]) -> dict[str, list[Request]]:
     return groups
 
 
-__all__ = ["COUNT", "TIMING", "Figure", "PeerView", "Request", "group_turns", "measured_requests",
-           "request_from_record", "summary_ms"]
+__all__ = ["COUNT", "TIMING", "Figure", "PeerView", "Request", "group_turns", "load_json", "measured_requests",
+           "request_from_record", "run_figures", "summary_ms"]

@@ -25,12 +25,11 @@ Definitions, read in ``speed_bench.py`` and ``speed_bench_compare.py`` of
 """
 from __future__ import annotations
 
-import json
 import statistics
 from pathlib import Path
 from typing import Any
 
-from speedbench.peers.common import TIMING, Figure, PeerView, Request, group_turns
+from speedbench.peers.common import TIMING, Figure, PeerView, Request, group_turns, load_json
 
 TOOL = "llama.cpp speed-bench"
 VERSION = "llama.cpp tools/server/bench/speed-bench (2026, README at 440e352)"
@@ -134,11 +133,7 @@ def view(requests: list[Request], engine: str, failed: list[Request] | None = No
 
 def read_result(path: str | Path) -> dict[str, Any]:
     """A ``speed_bench.py --output`` JSON file: the ``overall`` row as figures, the others per category."""
-    path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as error:
-        raise ValueError(f"{path}: not a llama.cpp speed-bench result ({error})") from error
+    data = load_json(path, "a llama.cpp speed-bench result")
     if not is_result(data):
         raise ValueError(f"{path}: not a llama.cpp speed-bench result (no 'summary' list of category rows)")
     rows = {row["category"]: {k: v for k, v in row.items() if k != "category"} for row in data["summary"]}

@@ -31,7 +31,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from speedbench.peers.common import TIMING, Figure, PeerView, Request, summary_ms
+from speedbench.peers.common import TIMING, Figure, PeerView, Request, run_figures
 
 TOOL = "sglang bench_serving"
 VERSION = "SGLang 0.5.23"
@@ -78,14 +78,8 @@ def request_figures(requests: list[Request]) -> dict[str, Any]:
     tpot = [(lat - t) / (r.output_tokens - 1) for r, lat, t in zip(done, latency, ttft) if r.output_tokens > 1]
     itl = [(b - a) / n for r in done for a, b, n in zip(r.chunk_s, r.chunk_s[1:], r.chunk_tokens[1:])
            for _ in range(n) if n > 0]
-    duration = max(r.end_s for r in done) - min(r.send_s for r in done)
-    total = sum(r.output_tokens for r in done)
-    out: dict[str, Any] = {"completed": len(done), "total_output_tokens": total, "duration": duration,
-                           "output_throughput": total / duration if duration > 0 else None,
-                           "request_throughput": len(done) / duration if duration > 0 else None}
-    for name, values in (("ttft", ttft), ("tpot", tpot), ("itl", itl), ("e2e_latency", latency)):
-        out.update(summary_ms(values, name, LATENCY_STATS))
-    return out
+    return run_figures(done, [r.end_s for r in done],
+                       {"ttft": ttft, "tpot": tpot, "itl": itl, "e2e_latency": latency}, LATENCY_STATS)
 
 
 def view(requests: list[Request], engine: str) -> PeerView:

@@ -28,12 +28,11 @@ and ``vllm/benchmarks/datasets/datasets.py`` (``SpeedBench``) of vLLM 0.32.0:
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from speedbench.metrics.counter_sources import snapshot_delta
-from speedbench.peers.common import TIMING, Figure, PeerView, Request, summary_ms
+from speedbench.peers.common import TIMING, Figure, PeerView, Request, load_json, run_figures
 
 TOOL = "vllm bench serve"
 VERSION = "vLLM 0.32.0"
@@ -101,14 +100,8 @@ def request_figures(requests: list[Request]) -> dict[str, Any]:
     latency = [r.chunk_s[-1] - r.send_s for r in done]  # vLLM stops its clock at the last chunk
     tpot = [(lat - t) / (r.output_tokens - 1) for r, lat, t in zip(done, latency, ttft) if r.output_tokens > 1]
     itl = [b - a for r in done for a, b in zip(r.chunk_s, r.chunk_s[1:])]
-    duration = max(r.send_s + lat for r, lat in zip(done, latency)) - min(r.send_s for r in done)
-    total = sum(r.output_tokens for r in done)
-    out: dict[str, Any] = {"completed": len(done), "total_output_tokens": total, "duration": duration,
-                           "output_throughput": total / duration if duration > 0 else None,
-                           "request_throughput": len(done) / duration if duration > 0 else None}
-    for name, values in (("ttft", ttft), ("tpot", tpot), ("itl", itl), ("e2el", latency)):
-        out.update(summary_ms(values, name, LATENCY_STATS))
-    return out
+    return run_figures(done, [r.chunk_s[-1] for r in done], {"ttft": ttft, "tpot": tpot, "itl": itl, "e2el": latency},
+                       LATENCY_STATS)
 
 
 def _engine_sums(requests: list[Request]) -> tuple[int, int, int, list[int]] | None:
@@ -169,11 +162,7 @@ def view(requests: list[Request], engine: str, counter_entry: dict | None = None
 
 def read_result(path: str | Path) -> dict[str, Any]:
     """A ``vllm bench serve --save-result`` JSON file: its figures and what it ran (``meta``)."""
-    path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as error:
-        raise ValueError(f"{path}: not a vllm bench serve result ({error})") from error
+    data = load_json(path, "a vllm bench serve result")
     if not isinstance(data, dict) or "completed" not in data or "duration" not in data:
         raise ValueError(f"{path}: not a vllm bench serve result (no 'completed' / 'duration')")
     keys = {f.key for f in FIGURES} | {"duration", "mean_e2el_ms", "median_e2el_ms", "p99_e2el_ms"}
