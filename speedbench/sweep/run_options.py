@@ -4,8 +4,10 @@ The keys of ``[run]``, of a ``[[workload]]`` and of ``[variant.run]`` are ``spee
 long options with ``_`` for ``-`` (``max_tokens``, ``concurrency``, ``request_rate``, ``warmup``,
 and any option ``speedbench run`` gains later): each value is handed to ``speedbench run``'s own
 parser, so the plan accepts exactly what the command accepts and converts it the same way.
-What the sweep decides itself (engine, URL, dataset, config, tokenizer, run folder, K) is refused
-in these tables.
+``speedbench run``'s options are declared once (``speedbench.client.run.options.RunOptions``);
+the sweep adds them to a parser of its own that raises instead of exiting. What the sweep
+decides itself (engine, URL, dataset, config, tokenizer, run folder, K) is refused in these
+tables.
 """
 from __future__ import annotations
 
@@ -29,13 +31,12 @@ class _RaisingParser(argparse.ArgumentParser):
 
 
 def run_parser() -> argparse.ArgumentParser:
-    """``speedbench run``'s parser, as the command line builds it."""
-    from speedbench.cli import run as run_command
+    """``speedbench run``'s options, from their one declaration (``RunOptions.add_arguments``)."""
+    from speedbench.client.run.options import RunOptions
 
-    root = _RaisingParser(prog="speedbench")
-    subparsers = root.add_subparsers()
-    run_command.register(subparsers)
-    return subparsers.choices["run"]
+    parser = _RaisingParser(prog="speedbench run")
+    RunOptions.add_arguments(parser)
+    return parser
 
 
 def _action(parser: argparse.ArgumentParser, key: str) -> argparse.Action | None:
@@ -92,21 +93,7 @@ def parse(parser: argparse.ArgumentParser, required: list[str], values: dict[str
 
 
 def options_from_args(args: argparse.Namespace):
-    """``RunOptions`` from parsed ``speedbench run`` arguments, as ``speedbench run`` builds them.
+    """``RunOptions`` from the parsed arguments, as ``speedbench run`` builds them."""
+    from speedbench.client.run.options import RunOptions
 
-    Kept equal to ``speedbench.cli.run.run`` field for field (a test holds it to that) until
-    that module exposes its own builder.
-    """
-    from speedbench.client.engines.base import SamplingOptions
-    from speedbench.client.run.options import DEFAULT_CONCURRENCY, RunOptions
-
-    return RunOptions(
-        engine=args.engine, url=args.url, tokenizer=args.tokenizer, dataset=args.dataset, config=args.config,
-        out=args.out, limit=args.limit, concurrency=args.concurrency or list(DEFAULT_CONCURRENCY),
-        request_rates=args.request_rate, arrival_seed=args.arrival_seed,
-        sampling=SamplingOptions(max_tokens=args.max_tokens, temperature=args.temperature,
-                                 ignore_eos=args.ignore_eos, seed=args.seed, top_p=args.top_p),
-        prompt_mode=args.prompt_mode, model=args.model, extra_body=args.extra_body, workers=args.workers,
-        ray=args.ray, warmup=args.warmup, max_errors=args.max_errors, request_timeout_s=args.request_timeout,
-        read_timeout_s=args.read_timeout, draft_length=args.draft_length, agreement_tolerance=args.tolerance,
-        num_resamples=args.resamples, progress=not args.no_progress, online=args.online)
+    return RunOptions.from_args(args)
