@@ -107,7 +107,7 @@ def main() -> None:
     removed = {c: s["near_duplicates_removed"] for c, s in stats["categories"].items() if s["near_duplicates_removed"]}
     print(f"near-duplicates removed by FAISS (cosine >= {stats['dedup_threshold']}): {removed}")
     variants = {c: s.get("template_variants_removed", 0) for c, s in stats["categories"].items()}
-    print(f"template variants removed (MinHash, character 5-grams): {variants}")
+    print(f"template variants removed (another prompt plus a short template): {variants}")
     multi = {c: f"{s['multiturn']} ({s['multiturn'] / max(1, s['selected']):.3f})" for c, s in stats["categories"].items()}
     print(f"multi-turn rows: {stats['multiturn_rows']} of {results['warm'][3]['rows']} "
           f"(share {stats['multiturn_rows'] / max(1, results['warm'][3]['rows']):.3f}; paper: about 20%); per category {multi}")

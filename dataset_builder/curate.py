@@ -17,7 +17,7 @@ import numpy as np
 
 from speedbench.dataset_builder.curate_input import CurateInputError, InputSpec, Prompt, check_group_sizes
 from speedbench.dataset_builder.registry import BuiltConfig
-from speedbench.dataset_builder.selection.template_dups import template_duplicates
+from speedbench.dataset_builder.selection.template_dups import EXTRA, template_duplicates
 from speedbench.schema import DatasetRow
 
 CONFIG_NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789_-")
@@ -32,7 +32,7 @@ class CurateOptions:
     index: str = "flat"
     threads: int = 1
     dedup_threshold: float = 0.95
-    template_extra: int = 80     # template variants: at most this many extra 5-grams (0: keep them)
+    template_extra: int = EXTRA  # template variants: at most this many characters around the prompt (0: keep them)
     source: str = ""
     license: str = ""
 
@@ -90,7 +90,7 @@ def curate(spec: InputSpec, prompts: list[Prompt], embeddings: np.ndarray, optio
     for group in sorted(members):
         everyone = np.asarray(members[group])
         # Template variants first (a text method: embeddings miss a courtesy prefix on a short prompt).
-        variants = template_duplicates(["\n\n".join(prompts[p].turns) for p in everyone], options.template_extra)
+        variants = template_duplicates([prompts[p].turns for p in everyone], options.template_extra)
         positions = everyone[~variants.drop]
         keep, chosen, random_chosen, dropped = select_group(embeddings[positions], options, group, variants.count)
         vectors = embeddings[positions[keep]]
@@ -123,8 +123,8 @@ def card_section(rows: list[DatasetRow], stats: dict, options: CurateOptions) ->
              f"{len(rows)} prompts: {options.per_group} per value of `{source['group_by']}` in "
              f"`{Path(source['path']).name}` ({source['records']:,} records, text field `{source['text_field']}`), "
              f"chosen for semantic diversity as SPEED-Bench chooses its Qualitative split: embedded with "
-             f"`{stats['embedder']}`, template variants (the same prompt but for a short prefix, suffix or spacing: "
-             f"MinHash over character 5-grams, at most {options.template_extra} extra) and near-duplicates "
+             f"`{stats['embedder']}`, template variants (another prompt whole, plus at most {options.template_extra} "
+             f"characters of prefix, suffix, repeat marker or spacing) and near-duplicates "
              f"(cosine >= {options.dedup_threshold}) removed, then "
              f"`{options.selector}` (Algorithm 1: greedy + swap, over the `{options.index}` index), seed {options.seed}.",
              "", "| group | prompts | template variants removed | near-duplicates removed | selected | multi-turn | "

@@ -2,11 +2,12 @@
 
 Steps per category: pool (all adapters' candidates; Spec-Bench is never one; ``--pool-cap`` can
 cap it with a seeded source-balanced sample, 0 = every candidate, the default), drop template-only
-variants (MinHash over character 5-grams, ``selection/template_dups.py``), embed (cached by
-content hash), drop near-duplicates (FAISS), select k with the chosen selector (default:
-Algorithm 1, greedy + swap), enforce the category's composition rules (``composition.py``: task
-mix and languages in Multilingual, hard share in Coding / Humanities / Math / STEM), then measure
-the diversity against a random sample of the same pool and against Spec-Bench's own prompts.
+variants (one prompt held whole by another plus a short prefix, suffix or marker;
+``selection/template_dups.py``), embed (cached by content hash), drop near-duplicates (FAISS),
+select k with the chosen selector (default: Algorithm 1, greedy + swap), enforce the category's
+composition rules (``composition.py``: task mix and languages in Multilingual, hard share in
+Coding / Humanities / Math / STEM, a multi-turn minimum), then measure the diversity against a
+random sample of the same pool and against Spec-Bench's own prompts.
 """
 from __future__ import annotations
 
@@ -106,7 +107,7 @@ def build_qualitative(ctx: BuildContext) -> BuiltConfig:
         for index, category in enumerate(tqdm(QUALITATIVE_CATEGORIES, desc="qualitative", unit="category",
                                               disable=not ctx.progress)):
             pool: CategoryPool = cap_pool(category, candidates[category], int(options["pool_cap"] or 0), ctx.seed)
-            variants = template_duplicates([embedding_text(r) for r in pool.rows])
+            variants = template_duplicates([r.turns for r in pool.rows])     # whole prompts, as sent
             pool.rows = [r for r, dropped in zip(pool.rows, variants.drop) if not dropped]
             vectors, embedded = embed_texts([embedding_text(r) for r in pool.rows], embedder, cache,
                                             progress=ctx.progress, description=f"embedding {category}")

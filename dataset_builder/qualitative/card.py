@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
+from speedbench.dataset_builder.selection.template_dups import EXTRA
 from speedbench.schema import CATEGORIES_WITH_DIFFICULTY, QUALITATIVE_CATEGORIES, DatasetRow
 
 # The paper's own figures (arXiv 2604.09557, Section 4 and Table 3), shown beside ours.
@@ -108,7 +109,7 @@ def _multiturn_cell(rows: list[DatasetRow]) -> str:
 
 def dedup_lines(stats: dict) -> list[str]:
     """Near-duplicates removed per category before selection, by method."""
-    lines = ["| category | template variants removed (MinHash, character 5-grams) | "
+    lines = ["| category | template variants removed (another prompt plus a short template) | "
              "near-duplicates removed (embedding cosine) | pool left |", "|---|---:|---:|---:|"]
     for category, stat in stats["categories"].items():
         lines.append(f"| {category} | {stat.get('template_variants_removed', 0)} | "
@@ -167,8 +168,9 @@ def render_card_section(rows: list[DatasetRow], stats: dict, options: dict) -> s
     lines += summary_lines(rows, stats) + [""] + category_table(by_category, stats) + [""]
     lines += how_it_was_built(stats, options)
     lines += ["", "### Near-duplicates removed before selection", "",
-              "Template variants (the same prompt with a short prefix or suffix, a repeat marker or other spacing: "
-              "MinHash LSH over character 5-grams, verified exactly) first, then embedding near-duplicates.", ""]
+              f"Template variants (a prompt that holds another whole, plus at most {EXTRA} characters of prefix, suffix "
+              "or repeat marker, case and spacing ignored; pairs proposed by MinHash LSH, verified exactly) first, "
+              "then embedding near-duplicates.", ""]
     lines += dedup_lines(stats)
     if stats.get("short_categories"):
         lines += ["", "### Short categories (built with `--allow-short`)", ""]

@@ -45,8 +45,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--dedup-threshold", type=float, default=0.95,
                         help="drop prompts whose cosine similarity to an earlier one is at least this; 1 disables")
     parser.add_argument("--template-dedup", type=int, default=80, metavar="N",
-                        help="drop prompts that repeat an earlier one but for a short template (a prefix, suffix, "
-                             "repeat marker or spacing of at most N character 5-grams; MinHash); 0 keeps them")
+                        help="drop prompts that hold an earlier one whole plus at most N characters of template (a "
+                             "prefix, suffix, repeat marker; spacing and case ignored); 0 keeps them")
     add_embedding_arguments(parser)
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.set_defaults(func=run)
@@ -140,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
     print(summary(args.out, [built]))
     for group, g in built.stats["groups"].items():
         print(f"  {group}: removed before selection: {g['template_variants_removed']} template variant(s) "
-              f"(MinHash, character 5-grams), {g['near_duplicates_removed']} near-duplicate(s) (cosine >= "
+              f"(another prompt plus a short template), {g['near_duplicates_removed']} near-duplicate(s) (cosine >= "
               f"{args.dedup_threshold})")
     print(f"embedded {embedded} of {len(prompts)} texts (the rest came from the cache)")
     return 0
