@@ -107,3 +107,38 @@ def test_multilingual_rules_on_the_mirror(sources_dir):
     rules = rules_for("multilingual", pool, 80)
     assert set(rules.group_names) >= {"math", "qa", "summarization", "translation"}
     assert (rules.caps == 32).all() and rules.min_languages == 23
+
+
+def _meets_all(rules: Rules, chosen) -> bool:
+    chosen = np.asarray(chosen)
+    return _meets(rules, chosen) and int(rules.multiturn[chosen].sum()) >= rules.min_multiturn
+
+
+def test_multiturn_minimum_repaired_then_no_allowed_swap_improves():
+    x, clustered, _ = _pool(60, 8, seed=13)
+    multi = clustered == 1                  # the multi-turn rows are the clustered half: the selector avoids them
+    rows = [DatasetRow(category="qa", sub_category="q", turns=["a", "b"] if m else ["a"], source="s", src_id=str(i))
+            for i, m in enumerate(multi)]
+    rules = rules_for("qa", rows, 10)
+    assert rules.min_multiturn == 3 and rules.caps.tolist() == [10]     # ceil(30% of 10), no other rule
+    chosen = select(x, 10, "greedy_swap", seed=0)
+    assert multi[chosen].sum() < 3 and violations(rules, chosen)
+    fixed, swaps = enforce(x, chosen, rules)
+    assert swaps > 0 and violations(rules, fixed) == [] and multi[fixed].sum() >= 3
+    best = _f(x, fixed)
+    outside = sorted(set(range(len(x))) - set(fixed.tolist()))
+    for out, new in itertools.product(fixed.tolist(), outside):
+        trial = sorted(set(fixed.tolist()) - {out} | {new})
+        if _meets_all(rules, trial):
+            assert _f(x, trial) >= best - TIE_TOLERANCE, (out, new)
+
+
+def test_multiturn_minimum_counts_only_what_the_hard_rule_leaves_room_for():
+    def row(difficulty: str, turns: int) -> DatasetRow:
+        return DatasetRow(category="math", sub_category="m", turns=["t"] * turns, source="s",
+                          src_id=f"{difficulty}{turns}", difficulty=difficulty)
+    # 10 rows chosen: 8 hard; multi-turn rows: 1 hard, 5 medium, of which only 2 fit beside 8 hard rows
+    pool = [row("hard", 1)] * 20 + [row("hard", 2)] + [row("medium", 2)] * 5 + [row("medium", 1)] * 5
+    assert rules_for("math", pool, 10).min_multiturn == 3                 # 1 + min(5, 2), under ceil(3.0)
+    assert rules_for("math", pool[:20] + pool[21:26], 10).min_multiturn == 2
+    assert rules_for("math", [row("hard", 1)] * 20, 10).multiturn is None  # no multi-turn rows: no rule
