@@ -7,7 +7,7 @@ therefore data, not prose: each is the exact text of that format, and a change t
 changes every prompt built from it. They are the only text taken from the reference (Apache-2.0),
 kept verbatim for interoperability with the published rows and attributed here; the rest of the
 reference (its code) is not copied. The functions are this project's own implementation of the
-documented formats; ``tests/dataset_builder/test_published_formats.py`` checks them against a
+documented formats; ``tests/dataset_builder/test_published_resolve.py`` checks them against a
 separate implementation written in the test.
 
 Token counts use tiktoken ``o200k_base`` (``speedbench.tokenization.o200k``), as the reference does.

@@ -268,7 +268,7 @@ def published_folder(root: Path, rows: list[dict]) -> Path:
     return root
 
 
-def test_resolve_folder_then_run_it_and_refuse_one_placeholder(sources_dir, models_dir, tmp_path):
+def test_resolve_folder_then_run_it_and_refuse_one_placeholder(sources_dir, models_dir, tmp_path, capsys):
     from tests.standins.standin import Simulation, StandinServer
 
     rows = [row("a" * 32, MTB, "mtbench101_GR_5", category="reasoning"),
@@ -293,3 +293,15 @@ def test_resolve_folder_then_run_it_and_refuse_one_placeholder(sources_dir, mode
     assert code == 0
     records = [json.loads(line) for line in (tmp_path / "run" / "records.jsonl").read_text().splitlines()]
     assert {r["question_id"] for r in records} == {"a" * 32, "c" * 32}
+    # the resolved folder with ONE placeholder turn put back (the second turn of the dialogue): refused
+    resolved = pq.read_table(out / "data" / "qualitative" / "test-00000-of-00001.parquet").to_pylist()
+    dialogue = next(r for r in resolved if r["question_id"] == "a" * 32)
+    assert len(dialogue["turns"]) > 1 and not any(t.startswith(PH) for r in resolved for t in r["turns"])
+    dialogue["turns"][1] = PH
+    one_left = published_folder(tmp_path / "one-left", resolved)
+    capsys.readouterr()
+    code = cli_main(["run", "--engine", "vllm", "--url", "http://127.0.0.1:9", "--tokenizer", str(models_dir),
+                     "--dataset", str(one_left), "--config", "qualitative", "--out", str(tmp_path / "refused2")])
+    message = capsys.readouterr().err
+    assert code == 2 and not (tmp_path / "refused2" / "records.jsonl").exists()
+    assert "1 of 2 rows are unresolved placeholders" in message and f"question_id {'a' * 32!r}, turn 2" in message
