@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import gc
 import hashlib
 import os
 import io
@@ -60,7 +61,7 @@ class Budget:
     max_concurrent: int = 2
     memory_bytes: int = 1280 * MiB
     cpu_seconds: float = 240.0
-    rss_limit_bytes: int = 1900 * MiB
+    rss_limit_bytes: int = 1800 * MiB  # the watchdog reacts within WATCH_S: the peak stays under 2 GB
 
     @classmethod
     def from_env(cls) -> "Budget":
@@ -123,7 +124,9 @@ def _raise_in(tid: int, exc: type[BaseException] | None) -> None:
 
 
 def release_memory() -> None:
-    """Give freed heap back to the OS (glibc keeps it otherwise: the RSS would stay at the peak)."""
+    """Free what only cycles hold, then give freed heap back to the OS (glibc keeps it otherwise:
+    the RSS would stay at the peak)."""
+    gc.collect()
     name = ctypes.util.find_library("c")
     if name:
         try:
@@ -178,12 +181,11 @@ class Admission:
             self._active[me.ident] = me
             self._cond.notify_all()  # wakes a test waiting for the counters
         self._start_watchdog()
+        stopped = False
         try:
             yield me
         except BudgetExceeded:
-            raise BundleRejected(f"validating this upload needed more {me.stopped} than one upload may use "
-                                 f"({self._limit_text(me.stopped)}); split the submission or trim the runs",
-                                 rule=f"budget.{me.stopped}") from None
+            stopped = True  # raised below, outside this block: no traceback (with the records) kept as context
         finally:
             with self._cond:
                 self._active.pop(me.ident, None)
@@ -191,7 +193,10 @@ class Admission:
                 self.running -= 1
                 self.reserved -= need
                 self._cond.notify_all()
-            release_memory()
+        if stopped:
+            raise BundleRejected(f"validating this upload needed more {me.stopped} than one upload may use "
+                                 f"({self._limit_text(me.stopped)}); split the submission or trim the runs",
+                                 rule=f"budget.{me.stopped}")
 
     def disarm(self, me: _Running) -> None:
         """The budgets stop applying to this validation (it is about to write the store)."""
@@ -284,9 +289,6 @@ class Admission:
 def submit(source: bytes | Path, store, known_builds, limits: ArchiveLimits, admission: Admission):
     """:func:`speedbench.leaderboard.validate.submit_bundle` under admission control (module
     docstring). ``source``: the upload's bytes, or its file (read only once a slot is free)."""
-    from speedbench.leaderboard.validate import (
-        check_names, compute_entry_metrics, duplicate_of, parse_bundle, store_entry)
-
     size = source.stat().st_size if isinstance(source, Path) else len(source)
     if size > limits.max_archive_bytes:
         raise BundleRejected(f"upload is {size / MiB:.1f} MiB; the limit is {limits.max_archive_bytes / MiB:.0f} "
@@ -301,21 +303,35 @@ def submit(source: bytes | Path, store, known_builds, limits: ArchiveLimits, adm
         if other is not None:
             return _answer_of(other)
         mine = admission.future_for(key)
+        refused = None
         try:
             with admission.slot(need) as me:
-                data = source.read_bytes() if isinstance(source, Path) else source
-                bundle = parse_bundle(data, known_builds, held)
-                check_names(bundle.metadata, store)
-                with admission.measurement(bundle.measurement_sha256):
-                    duplicate_of(store, bundle.measurement_sha256)
-                    metrics = compute_entry_metrics(bundle)
-                    admission.disarm(me)  # the store's transaction is never interrupted
-                    entry = store_entry(bundle, data, metrics, store)
+                entry = _validate_and_store(source, store, known_builds, held, admission, me)
+        except BundleRejected as exc:  # a copy without the traceback, whose frames hold the parsed records
+            refused = BundleRejected(exc.detail, rule=exc.rule, where=exc.where, field=exc.field)
         except BaseException as exc:
             mine.set_exception(exc)
             raise
+        release_memory()  # the parsed records are gone with _validate_and_store's frame
+        if refused is not None:
+            mine.set_exception(refused)
+            raise refused
         mine.set_result(entry)
         return entry
+
+
+def _validate_and_store(source, store, known_builds, held: ArchiveLimits, admission: Admission, me: _Running):
+    from speedbench.leaderboard.validate import (
+        check_names, compute_entry_metrics, duplicate_of, parse_bundle, store_entry)
+
+    data = source.read_bytes() if isinstance(source, Path) else source
+    bundle = parse_bundle(data, known_builds, held)
+    check_names(bundle.metadata, store)
+    with admission.measurement(bundle.measurement_sha256):
+        duplicate_of(store, bundle.measurement_sha256)
+        metrics = compute_entry_metrics(bundle)
+        admission.disarm(me)  # the store's transaction is never interrupted
+        return store_entry(bundle, data, metrics, store)
 
 
 def _answer_of(other: Future):
