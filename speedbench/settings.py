@@ -229,6 +229,22 @@ def take_sweep_parent_pid() -> int:
     return int(value) if value else 0
 
 
+def ray_auth_mode() -> str | None:
+    """``RAY_AUTH_MODE``: Ray's authentication mode for this process (``token`` or ``disabled``);
+    Ray reads it itself, `speedbench run --ray` only to explain a refused connection."""
+    return _env("RAY_AUTH_MODE")
+
+
+def ray_auth_token_source() -> str | None:
+    """Where Ray would take this process's token from (a name, never the token): ``RAY_AUTH_TOKEN``,
+    ``RAY_AUTH_TOKEN_PATH=<file>`` or ``~/.ray/auth_token`` in Ray's order; None when there is none."""
+    if _env("RAY_AUTH_TOKEN"):
+        return "RAY_AUTH_TOKEN"
+    if _env("RAY_AUTH_TOKEN_PATH"):
+        return f"RAY_AUTH_TOKEN_PATH={_env('RAY_AUTH_TOKEN_PATH')}"
+    return "~/.ray/auth_token" if (Path.home() / ".ray" / "auth_token").is_file() else None
+
+
 def gradio_server() -> tuple[str, int]:
     """``GRADIO_SERVER_NAME`` / ``GRADIO_SERVER_PORT``: where the leaderboard Space listens."""
     return _env("GRADIO_SERVER_NAME") or "127.0.0.1", int(env_number("GRADIO_SERVER_PORT", 7860, int))

@@ -76,7 +76,8 @@ class RunOptions(RequestOptions, AnalysisOptions):
     ray: str | None = option("--ray", default=None, metavar="auto|ADDRESS", recorded=True, group=LOAD, help=(
         "run the --workers as Ray actors spread over a Ray cluster's nodes: auto (the cluster this host "
         "joined with `ray start`) or the head's HOST:PORT; needs pip install 'speed-bench[ray]' on every "
-        "node"))
+        "node; a cluster with token authentication also needs RAY_AUTH_MODE=token and its RAY_AUTH_TOKEN "
+        "(docs/ray.md)"))
     # K for chunk-based acceptance when the engine does not say
     draft_length: int | None = option("--draft-length", default=None, parse=int, recorded=True, group=ANALYSIS,
                                       help="K, for chunk-based acceptance when the engine does not report it")

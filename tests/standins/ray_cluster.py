@@ -4,8 +4,9 @@ started with ``ray start --block`` in its own session on its own loopback addres
 Ray turns ``127.0.0.1`` into the host's network address (``resolve_ip_for_localhost``), so each
 node gets another loopback address (``127.0.0.2`` for the head, ``127.0.0.3``, ... for workers):
 every byte stays on ``lo`` and the nodes are told apart by IP as on real hosts. Every port is
-picked free, token authentication is off (private loopback cluster), the dashboard is off and the
-object store small. ``stop`` ends only the processes this object started (SIGTERM to each
+picked free, token authentication is off (private loopback cluster) unless ``auth_token`` is given
+(then every node runs with ``RAY_AUTH_MODE=token`` and that token, as Ray 2.59+ clusters do by
+default), the dashboard is off and the object store small. ``stop`` ends only the processes this object started (SIGTERM to each
 ``ray start``, which stops its node; SIGKILL to their process groups after that), never
 ``ray stop``, which would end every Ray cluster of this user on the machine.
 """
@@ -37,8 +38,9 @@ def cluster_env() -> dict[str, str]:
 
 
 class LocalRayCluster:
-    def __init__(self, workers: int = 1, cpus_per_node: int = 1):
+    def __init__(self, workers: int = 1, cpus_per_node: int = 1, auth_token: str | None = None):
         self.workers, self.cpus = workers, cpus_per_node
+        self.env = {**cluster_env(), **({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": auth_token} if auth_token else {})}
         # Short: Ray's unix socket paths live under it (at most 107 bytes).
         self.temp = Path(tempfile.mkdtemp(prefix="sbray", dir="/tmp"))
         self.port = free_port()
@@ -55,7 +57,7 @@ class LocalRayCluster:
         log = open(self.temp / f"node-{ip}.log", "wb")
         # TMPDIR: the actors' own files (a killed actor leaves its folder) go with the cluster's.
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
-                                   env={**cluster_env(), "TMPDIR": str(self.temp)}, start_new_session=True)
+                                   env={**self.env, "TMPDIR": str(self.temp)}, start_new_session=True)
         log.close()
         self.processes.append(process)
         return process
@@ -63,6 +65,18 @@ class LocalRayCluster:
     def start_head(self) -> None:
         self._node("127.0.0.2", "--head", f"--port={self.port}", f"--temp-dir={self.temp}",
                    "--include-dashboard=false", f"--dashboard-port={free_port()}")
+
+    def wait_for_head(self, timeout_s: float = 120.0) -> None:
+        """Until ``ray start`` says the head runs (a driver can then try to join), read from its log:
+        the tests' socket guard keeps this process off 127.0.0.2."""
+        deadline = time.monotonic() + timeout_s
+        log = self.temp / "node-127.0.0.2.log"
+        while b"Ray runtime started" not in log.read_bytes():
+            if self.processes[0].poll() is not None:
+                raise RuntimeError(f"ray start exited with {self.processes[0].returncode}; logs in {self.temp}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"Ray head not started after {timeout_s:g} s; logs in {self.temp}")
+            time.sleep(0.2)
 
     def start_workers(self) -> None:
         for number in range(self.workers):
