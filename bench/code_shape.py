@@ -12,6 +12,14 @@ Packages are grouped as the developer guide names them: the core (speedbench/
 minus speedbench/cli/), speedbench.cli, client, dataset_builder, space and
 metrics (the evaluate modules).  An import inside a function counts like one at
 the top: it is still a dependency, just a hidden one.
+
+Last, for every `speedbench run` option, the number of places that spell it out
+(issue 25 counted five: the argparse call in speedbench/cli/run.py, the field of
+RunOptions (or of a dataclass it is made of: RequestOptions, AnalysisOptions,
+SamplingOptions), the keyword that builds RunOptions / SamplingOptions from the
+parsed arguments in speedbench/cli/run.py, the key in manifest_options and the
+field of ClientSettings).  A place that derives the option from its declaration
+(a loop over dataclass fields) does not count.
 """
 from __future__ import annotations
 
@@ -163,6 +171,91 @@ def main() -> None:
     print(f"\nmodules that import each other: {len(mutual)}")
     for a, b in mutual:
         print(f"  {a} <-> {b}")
+    print_option_places(root)
+
+
+# The dataclasses a `speedbench run` option may be declared in, and the one workers get.
+OPTION_CLASSES = ("RunOptions", "RequestOptions", "AnalysisOptions", "SamplingOptions")
+# Before issue 25, ClientSettings named the tokenizer folder tokenizer_path.
+FIELD_ALIASES = {"tokenizer_path": "tokenizer"}
+PLACES = ("argparse", "dataclass", "construction", "manifest", "ClientSettings")
+
+
+def _string_arg(call: ast.Call) -> str | None:
+    first = call.args[0] if call.args else None
+    return first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else None
+
+
+def _call_name(call: ast.Call) -> str:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+
+def _class_fields(tree: ast.AST, names) -> dict[str, list[tuple[str, ast.AST | None]]]:
+    """Annotated fields (name, value) of the classes called ``names``, by class."""
+    found: dict[str, list] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name in names:
+            found.setdefault(node.name, []).extend(
+                (item.target.id, item.value) for item in node.body
+                if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name))
+    return found
+
+
+def option_places(root: Path) -> dict[str, dict[str, int]]:
+    """``{flag: {place: count}}`` for every ``speedbench run`` flag (see the module doc)."""
+    cli = ast.parse((root / "speedbench" / "cli" / "run.py").read_text(encoding="utf-8"))
+    trees = [ast.parse(p.read_text(encoding="utf-8")) for p in source_files(root)
+             if p.parts[len(root.parts)] in ("client", "speedbench")]
+    flag_of_field: dict[str, str] = {}
+    counts: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(PLACES, 0))
+
+    for node in ast.walk(cli):  # argparse calls; the construction keywords map args.<dest> to fields
+        if isinstance(node, ast.Call) and _call_name(node) == "add_argument" and (_string_arg(node) or "").startswith("--"):
+            counts[_string_arg(node)]["argparse"] += 1
+        if isinstance(node, ast.Call) and _call_name(node) in ("RunOptions", "SamplingOptions"):
+            for keyword in node.keywords:
+                if isinstance(keyword.value, ast.Call):  # a nested construction: its own keywords count
+                    continue
+                dests = [n.attr for n in ast.walk(keyword.value) if isinstance(n, ast.Attribute)
+                         and isinstance(n.value, ast.Name) and n.value.id == "args"]
+                if keyword.arg and dests:
+                    flag = "--" + dests[0].replace("_", "-")
+                    flag_of_field[keyword.arg] = flag
+                    counts[flag]["construction"] += 1
+    for tree in trees:  # fields; option("--flag") names the flag of its field
+        for fields_ in _class_fields(tree, OPTION_CLASSES).values():
+            for name, value in fields_:
+                if isinstance(value, ast.Call) and _call_name(value) == "option" and _string_arg(value):
+                    flag_of_field[name] = _string_arg(value)
+    flag = lambda name: flag_of_field.get(FIELD_ALIASES.get(name, name))  # noqa: E731
+    for tree in trees:
+        for fields_ in _class_fields(tree, OPTION_CLASSES).values():
+            for name, _ in fields_:
+                if flag(name):
+                    counts[flag(name)]["dataclass"] += 1
+        for name, _ in _class_fields(tree, ("ClientSettings",)).get("ClientSettings", []):
+            if flag(name):
+                counts[flag(name)]["ClientSettings"] += 1
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef) and node.name == "manifest_options":
+                for item in ast.walk(node):
+                    if isinstance(item, ast.Dict):
+                        for key in item.keys:
+                            if isinstance(key, ast.Constant) and flag(key.value):
+                                counts[flag(key.value)]["manifest"] += 1
+    return dict(counts)
+
+
+def print_option_places(root: Path) -> None:
+    places = option_places(root)
+    print(f"\n`speedbench run` options: places each is spelled out ({', '.join(PLACES)}):")
+    for flag in sorted(places):
+        row = places[flag]
+        print(f"  {flag:24s} {sum(row.values()):2d}   " + " ".join(f"{p}={row[p]}" for p in PLACES if row[p]))
+    totals = [sum(row.values()) for row in places.values()]
+    print(f"options: {len(totals)}; declared in one place: {sum(1 for n in totals if n == 1)}; "
+          f"most places for one option: {max(totals, default=0)}; places in all: {sum(totals)}")
 
 
 if __name__ == "__main__":
