@@ -54,6 +54,17 @@ def _token_counter(tokenizer_path: str, use_server: bool):
     return lambda text: len(tokenizer.encode(text))
 
 
+def _provenance(peer_result: Path, folder) -> dict:
+    """What the comparison was made from: speedbench's version, the peer's file and the run, hashed."""
+    from speedbench import __version__
+    from speedbench.fingerprint import file_sha256
+
+    return {"generator": f"speedbench compare {__version__}",
+            "peer_file": {"path": str(peer_result), "sha256": file_sha256(peer_result) if peer_result.is_file()
+                          else None},
+            "run": {"path": folder.path, "records_sha256": folder.records_sha256}}
+
+
 def _fmt(value) -> str:
     if value is None:
         return "-"
@@ -112,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"{len(rows)} figures: " + ", ".join(f"{v} {sum(r.verdict == v for r in rows)}"
                                                for v in dict.fromkeys(r.verdict for r in rows)))
     if args.json:
-        args.json.write_text(json.dumps({"tool": tool, "point": name, "peer": peer, "view": view,
-                                         "rows": [r.to_dict() for r in rows]}, indent=1, default=str) + "\n")
+        args.json.write_text(json.dumps({**_provenance(args.peer_result, folder), "tool": tool, "point": name,
+                                         "peer": peer, "view": view, "rows": [r.to_dict() for r in rows]},
+                                        indent=1, default=str) + "\n")
     return 1 if mismatches else 0

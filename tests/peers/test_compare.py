@@ -2,6 +2,7 @@
 view of a hand-built run, each difference classified."""
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
@@ -66,6 +67,12 @@ def test_vllm_result_equal_to_our_view_exits_0(run_dir, tmp_path, capsys):
     assert rows["spec_decode_per_position_acceptance_rates"]["ours"] == pytest.approx([0.75, 0.5, 0.25])
     assert rows["completed"]["verdict"] == EQUAL and rows["total_output_tokens"]["verdict"] == EQUAL
     assert rows["mean_ttft_ms"]["verdict"] == MEASURED and "another run" in rows["mean_ttft_ms"]["cause"]
+    # what produced the comparison: both inputs, named and hashed
+    saved = json.loads((tmp_path / "rows.json").read_text())
+    assert saved["generator"].startswith("speedbench compare ")
+    assert saved["peer_file"] == {"path": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+    assert saved["run"] == {"path": str(run_dir), "records_sha256":
+                            hashlib.sha256((run_dir / "records.jsonl").read_bytes()).hexdigest()}
 
 
 def test_a_count_no_definition_explains_is_a_mismatch(run_dir, tmp_path, capsys):
