@@ -201,26 +201,42 @@ def assert_no_placeholders(rows, what: str = "dataset") -> None:
             "run `speedbench resolve` first")
 
 
-def rows_from_table(table) -> list[DatasetRow]:
-    """DatasetRows from an Arrow table of either our schema or the published one (no language/license)."""
-    rows = []
-    for record in table.to_pylist():
+class RowError(ValueError):
+    """A row of an input file that cannot be read (names the file, the row and the field)."""
+
+
+def rows_from_table(table, where: str = "table") -> list[DatasetRow]:
+    """DatasetRows from an Arrow table of either our schema or the published one (no language/license).
+
+    ``where`` (the file) names the offending row in a :class:`RowError`: turns that are not a
+    non-empty list of non-empty strings, an empty or repeated ``question_id``.
+    """
+    rows, seen = [], set()
+    for index, record in enumerate(table.to_pylist()):
+        qid = record.get("question_id")
+        at = f"{where} row {index} (question_id {qid!r})"
+        turns = record.get("turns")
+        if not isinstance(turns, list) or not turns or not all(isinstance(t, str) and t for t in turns):
+            raise RowError(f"{at}: field 'turns' must be a non-empty list of non-empty strings")
+        if not qid or qid in seen:
+            raise RowError(f"{at}: field 'question_id' is {'empty' if not qid else 'repeated'} (rows are keyed by it)")
+        seen.add(qid)
         rows.append(DatasetRow(
             category=record.get("category") or "", sub_category=record.get("sub_category") or "",
-            turns=list(record["turns"]), source=record.get("source") or "", src_id=str(record.get("src_id") or ""),
+            turns=list(turns), source=record.get("source") or "", src_id=str(record.get("src_id") or ""),
             difficulty=record.get("difficulty") or "", language=record.get("language") or "en",
-            license=record.get("license") or "", question_id=record.get("question_id") or ""))
+            license=record.get("license") or "", question_id=qid))
     return rows
 
 
 def write_like(table, rows: list[DatasetRow], path: Path) -> None:
-    """Write ``rows`` with the input table's own schema (published files keep their columns)."""
+    """Write ``rows`` (the table's rows, in its order) with the input table's own schema (published files keep their columns)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
-    by_id = {row.question_id: row for row in rows}
     records = table.to_pylist()
-    for record in records:
-        row = by_id[record["question_id"]]
+    if [r.get("question_id") for r in records] != [row.question_id for row in rows]:
+        raise ValueError(f"{path}: the rows to write are not the input table's rows in its order")
+    for record, row in zip(records, rows):
         record["turns"] = row.turns
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(records, schema=table.schema), path, compression="zstd")

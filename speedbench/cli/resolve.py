@@ -56,7 +56,7 @@ def _config_of(path: Path, given: str | None) -> str | None:
 def read_file(path: Path):
     import pyarrow.parquet as pq
 
-    from speedbench.dataset_builder.redistribution import rows_from_table
+    from speedbench.dataset_builder.redistribution import RowError, rows_from_table
     try:
         table = pq.read_table(path)
     except Exception as error:  # pyarrow raises several types for unreadable files
@@ -64,7 +64,10 @@ def read_file(path: Path):
     missing = {"question_id", "turns", "source", "src_id"} - set(table.column_names)
     if missing:
         raise SystemExit(f"speedbench resolve: {path}: missing column(s) {sorted(missing)}")
-    return table, rows_from_table(table)
+    try:
+        return table, rows_from_table(table, str(path))
+    except RowError as error:
+        raise SystemExit(f"speedbench resolve: {error}") from None
 
 
 def run(args: argparse.Namespace) -> int:

@@ -305,3 +305,20 @@ def test_resolve_folder_then_run_it_and_refuse_one_placeholder(sources_dir, mode
     message = capsys.readouterr().err
     assert code == 2 and not (tmp_path / "refused2" / "records.jsonl").exists()
     assert "1 of 2 rows are unresolved placeholders" in message and f"question_id {'a' * 32!r}, turn 2" in message
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"turns": None}, "row 1 (question_id 'q1'): field 'turns' must be a non-empty list of non-empty strings"),
+    ({"turns": [PH, None]}, "row 1 (question_id 'q1'): field 'turns' must be a non-empty list"),
+    ({"question_id": "q0"}, "row 1 (question_id 'q0'): field 'question_id' is repeated"),
+    ({"question_id": ""}, "row 1 (question_id ''): field 'question_id' is empty"),
+])
+def test_a_bad_row_is_named_and_nothing_written(sources_dir, tmp_path, bad, message):
+    rows = [row("q0", MTB, "mtbench101_GR_5"), {**row("q1", MTB, "mtbench101_GR_6"), **bad}]
+    path = tmp_path / "in.parquet"
+    pq.write_table(pa.Table.from_pylist(rows, schema=PUBLISHED), path)
+    with pytest.raises(SystemExit) as stopped:
+        cli_main(["resolve", str(path), "--out", str(tmp_path / "out.parquet"), "--config", "qualitative",
+                  "--sources", str(sources_dir)])
+    assert str(stopped.value).startswith(f"speedbench resolve: {path} row 1 ") and message in str(stopped.value)
+    assert not (tmp_path / "out.parquet").exists()
