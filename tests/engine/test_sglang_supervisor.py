@@ -4,8 +4,8 @@ and a server that writes a lot to its stdout never blocks on it.
 
 A real SGLang detokenizer once outlived its launcher (ppid 1, still holding a GB). Here the
 "server" is a small Python leader that starts a child ignoring SIGTERM (as a busy or stuck
-worker would), tells us the child's pid (on its stdout, which the supervisor sends to its own
-stderr, the log), then either exits on its own or waits for the supervisor's SIGTERM. Either way
+worker would), tells us the child's pid on its stderr (the log), then either exits on its own or
+waits for the supervisor's SIGTERM. Either way
 the child must be gone once the supervisor is. And a real SGLang hung in its warm-up because its
 access log (on stdout) filled the pipe that only the announcement line is read from.
 """
@@ -29,7 +29,7 @@ if sys.argv[1] == "chatty":
     sys.exit(4)
 child = subprocess.Popen([sys.executable, "-c", {_CHILD!r}], stdout=subprocess.PIPE)
 assert child.stdout.readline() == b"ready\\n"
-print("child", child.pid, flush=True)
+print("child", child.pid, file=sys.stderr, flush=True)
 if sys.argv[1] == "exit":
     sys.exit(3)  # the leader goes first; its child stays in the group
 import signal
@@ -37,7 +37,20 @@ signal.pause()  # until the supervisor's SIGTERM (default action: exit)
 """
 
 
-def _start(mode: str) -> tuple[subprocess.Popen, int]:
+@pytest.fixture
+def spawned():
+    """Pids a test started; whatever of them is still running after the test (a failed one) is
+    killed, so a failing test leaves nothing behind."""
+    pids: list[int] = []
+    yield pids
+    for pid in pids:
+        try:
+            psutil.Process(pid).kill()
+        except psutil.NoSuchProcess:
+            pass
+
+
+def _start(mode: str, spawned: list[int]) -> tuple[subprocess.Popen, int]:
     """The supervisor with the leader above; returns it and the child's pid."""
     supervisor = subprocess.Popen([sys.executable, str(SUPERVISOR)], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -45,13 +58,15 @@ def _start(mode: str) -> tuple[subprocess.Popen, int]:
     supervisor.stdin.write((json.dumps(request) + "\n").encode())
     supervisor.stdin.flush()
     announced = json.loads(supervisor.stdout.readline())  # the supervisor's stdout: this line only
+    spawned += [supervisor.pid, announced["pid"]]
     assert announced["url"].startswith("http://127.0.0.1:") and announced["pid"] > 0
-    line = supervisor.stderr.readline().decode()  # the server's stdout went to the log
+    line = supervisor.stderr.readline().decode()  # the server's stderr is the log
     assert line.startswith("child "), line
+    spawned.append(int(line.split()[1]))
     return supervisor, int(line.split()[1])
 
 
-def test_a_server_writing_much_to_stdout_does_not_block():
+def test_a_server_writing_much_to_stdout_does_not_block(spawned):
     """With the server's stdout on the parent's pipe, 1 MB would block the leader forever (the
     parent reads one line); on the log it is written and the leader exits with its own status."""
     supervisor = subprocess.Popen([sys.executable, str(SUPERVISOR)], stdin=subprocess.PIPE,
@@ -59,11 +74,9 @@ def test_a_server_writing_much_to_stdout_does_not_block():
     request = {"python_args": ["-c", _LEADER, "chatty"], "argv": [], "env": {}, "host": "127.0.0.1", "port": 0}
     supervisor.stdin.write((json.dumps(request) + "\n").encode())
     supervisor.stdin.flush()
-    assert json.loads(supervisor.stdout.readline())["url"]
-    try:
-        assert supervisor.wait(timeout=120) == 4
-    finally:
-        supervisor.kill()  # a blocked leader dies with the supervisor (PR_SET_PDEATHSIG)
+    announced = json.loads(supervisor.stdout.readline())
+    spawned += [supervisor.pid, announced["pid"]]
+    assert supervisor.wait(timeout=120) == 4
     assert supervisor.stdout.read() == b""  # nothing but the announcement on the supervisor's stdout
 
 
@@ -76,21 +89,18 @@ def _gone(pid: int, timeout_s: float = 60.0) -> bool:
     except psutil.NoSuchProcess:
         return True
     except psutil.TimeoutExpired:
-        gone = process.status() == psutil.STATUS_ZOMBIE
-        if not gone:
-            process.kill()  # do not leave it running after a failed test
-        return gone
+        return process.status() == psutil.STATUS_ZOMBIE
 
 
-def test_a_leader_that_exits_first_leaves_no_child_behind():
-    supervisor, child = _start("exit")
+def test_a_leader_that_exits_first_leaves_no_child_behind(spawned):
+    supervisor, child = _start("exit", spawned)
     assert supervisor.wait(timeout=60) == 3  # the leader's exit status
     assert _gone(child), "the leader's child outlived the supervisor"
 
 
 @pytest.mark.parametrize("stop", ["stdin", "sigterm"])
-def test_stopping_kills_children_that_ignore_sigterm_once_the_leader_is_gone(stop):
-    supervisor, child = _start("wait")
+def test_stopping_kills_children_that_ignore_sigterm_once_the_leader_is_gone(stop, spawned):
+    supervisor, child = _start("wait", spawned)
     if stop == "stdin":
         supervisor.stdin.close()  # what LocalEngine.stop does
     else:
