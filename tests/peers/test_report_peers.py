@@ -50,3 +50,24 @@ def test_decode_speed_per_category_is_the_user_tps_of_the_latency_figures(tmp_pa
     (row,) = data.speedup_by_category
     assert row["decode_speedup"] == approx((3 / 0.5) / (3 / 0.3))
     assert data.details["sd/c1"]["latency"]["user_tps"]["mean"] == approx(3 / 0.5)
+
+
+def test_the_html_report_shows_the_category_speedup_and_the_peer_view(tmp_path):
+    import re
+
+    from speedbench.report import build_report
+
+    runs = _runs(tmp_path)
+    files = build_report([r.path for r in runs], tmp_path / "report")
+    html = files.html.read_text(encoding="utf-8")
+
+    def body_rows(name: str) -> int:
+        match = re.search(rf'id="table-{name}">(.*?)</table>', html, re.S)
+        assert match, f"no table {name} in report.html"
+        return match.group(1).split("<tbody>")[1].count("<tr>")
+
+    assert body_rows("speedup_by_category") == 2  # writing and qa at c1
+    assert 'id="figure-speedup_by_category"' in html
+    # the SD run (vLLM, per-request statistics): vllm, aiperf and specdec_bench rows; the baseline: specdec_bench
+    assert body_rows("peers") == 4
+    assert 'href="#peers"' in html
