@@ -29,10 +29,19 @@ def decode_speeds(records: list[TurnRecord]) -> list[float]:
     return [float(v) for v in per_request_latency(timings).user_tps]
 
 
+def timed_turns(records: list[TurnRecord]) -> list[TurnRecord]:
+    """The request-turns a speedup pairs: successful, streamed, with a positive E2E."""
+    return [r for r in records if r.ok and r.chunk_ns and r.e2e_s > 0]
+
+
+def turn_ids(records: list[TurnRecord]) -> list[str]:
+    """``question_id/turn``: what pairs an SD request with its baseline."""
+    return [f"{r.question_id}/{r.turn_index}" for r in records]
+
+
 def _columns(records: list[TurnRecord]) -> tuple[list[str], list[str], list[float], list[float]]:
-    done = [r for r in records if r.ok and r.chunk_ns and r.e2e_s > 0]
-    return ([f"{r.question_id}/{r.turn_index}" for r in done], [r.category for r in done], [r.e2e_s for r in done],
-            decode_speeds(done))
+    done = timed_turns(records)
+    return turn_ids(done), [r.category for r in done], [r.e2e_s for r in done], decode_speeds(done)
 
 
 def _tokens_per_step(point: dict) -> dict[str, tuple[float, list[float] | None]]:
@@ -73,4 +82,4 @@ def category_speedup_rows(speedup: list[dict], analysed: dict[tuple[str, str], d
     return out
 
 
-__all__ = ["category_speedup_rows", "decode_speeds"]
+__all__ = ["category_speedup_rows", "decode_speeds", "timed_turns", "turn_ids"]

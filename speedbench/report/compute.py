@@ -34,7 +34,7 @@ from speedbench import metrics as M
 from speedbench.metrics.load_point import appendix_g_estimate
 from speedbench.metrics.run_results import compute_results
 from speedbench.records import MAX_TOKENS_REASONS, TurnRecord
-from speedbench.report.category_speedup import category_speedup_rows
+from speedbench.report.category_speedup import category_speedup_rows, timed_turns, turn_ids
 from speedbench.report.lossless import losslessness_rows
 from speedbench.report.phases import phase_tables
 from speedbench.run_folder import RunFolder
@@ -224,8 +224,8 @@ def _acceptance_rows(run: RunFolder, point: dict) -> tuple[list[dict], list[dict
 # --------------------------------------------------------------------------------------------
 
 def _e2e_by_turn(records: list[TurnRecord]) -> tuple[list[float], list[str]]:
-    done = [r for r in records if r.ok and r.chunk_ns]
-    return [r.e2e_s for r in done], [f"{r.question_id}/{r.turn_index}" for r in done]
+    done = timed_turns(records)
+    return [r.e2e_s for r in done], turn_ids(done)
 
 
 def _speedup_rows(runs: list[RunFolder], analysed: dict[tuple[str, str], dict]) -> list[dict]:
