@@ -85,9 +85,11 @@ PROMISES = """
   and are not a copy of an entry already on the board. The board reran nothing: it cannot
   promise the setup was measured as described.
 - **verified**: a maintainer reran the setup independently and every stored figure was
-  reproduced. Independent: not a measurement already on the board, no request shared with the
-  entry's runs, made after the entry was submitted, on the claimed engine (and model, where the
-  runs name it). Every figure, and a figure the rerun did not measure fails: AL overall and per
+  reproduced. Independent: not a measurement already on the board, no request copied from the
+  entry's runs (the same token streams with every time within 0.01% of the entry's request: the
+  submitter's folder, re-dated or with a few values nudged), made after the entry was submitted,
+  on the claimed engine (and model, where the runs name it). The maintainer makes the rerun on
+  hardware they control: the checks catch copies, not a forger who re-times every chunk. Every figure, and a figure the rerun did not measure fails: AL overall and per
   category within max(0.1, 5%, the two 95% confidence half-widths together); output tokens/s and
   measured speedup at each load point within 20%. The entry keeps who verified, when, with which
   runs, and every check.

@@ -76,10 +76,37 @@ def run_digests(run: RunFolder) -> RunDigests:
                       roleless=_digest([None, *tail], timed))
 
 
-def record_hashes(run: RunFolder) -> set[bytes]:
-    """A 16-byte hash of each request-turn's timed canonical line: two runs that share one measured
-    the same request at the same nanoseconds, which no independent rerun does (:mod:`.verify`)."""
-    return {_line_hashes(r)[0][:16] for r in run.records}
+def _relative_times(record) -> np.ndarray:
+    start = record.scheduled_ns
+    return np.concatenate(([record.send_ns - start], np.asarray(record.chunk_ns, dtype=np.int64) - start,
+                           [record.end_ns - start])).astype(np.int64)
+
+
+def request_timings(run: RunFolder) -> dict[bytes, list[np.ndarray]]:
+    """Each request-turn's times relative to its scheduled send (send, every chunk, end), keyed by a
+    16-byte hash of its canonical line without times (its question, turn and token streams)."""
+    found: dict[bytes, list[np.ndarray]] = {}
+    for record in run.records:
+        found.setdefault(_line_hashes(record)[1][:16], []).append(_relative_times(record))
+    return found
+
+
+def copied_requests(run: RunFolder, timings: dict[bytes, list[np.ndarray]], relative: float,
+                    absolute_ns: int) -> int:
+    """How many of ``run``'s request-turns are copies of one in ``timings`` (:func:`request_timings`
+    of other runs): the same token streams, and every time within ``max(absolute_ns, relative x
+    the time)`` of that request's. A rerun measures its own times: even a deterministic engine's
+    streams reach the client microseconds apart; a copy with new timestamps or a few nudged
+    values keeps the rest of the original's timing (:mod:`.verify`)."""
+    count = 0
+    for record in run.records:
+        mine = _relative_times(record)
+        for other in timings.get(_line_hashes(record)[1][:16], ()):
+            allowed = np.maximum(absolute_ns, relative * np.abs(other))
+            if len(other) == len(mine) and bool(np.all(np.abs(mine - other) <= allowed)):
+                count += 1
+                break
+    return count
 
 
 def measurement_digest(digests: list[RunDigests], with_times: bool = True) -> str:

@@ -5,9 +5,11 @@
 same validation and recomputation as an upload, and marks the entry ``verified`` only when:
 
 1. **the runs are independent** (:func:`independence`): not a measurement already on the board
-   (same measurement digest as any entry), no request-turn measured at the same nanoseconds as
-   one of the entry's own (a copy, or the submitter's folder, shares them all), made after the
-   entry was submitted (every manifest's ``created_unix_s`` and every request's
+   (same measurement digest as any entry), no request-turn copied from the entry's runs (the same
+   token streams with every time, from its scheduled send, within max(1 us, 0.01%) of the entry's
+   request: the submitter's folder, a copy, or a copy re-dated with a few values nudged, all
+   share them; :func:`speedbench.leaderboard.canonical.copied_requests`), made after the entry
+   was submitted (every manifest's ``created_unix_s`` and every request's
    ``started_unix_s``), on the engine and, where the manifests name it, the model the entry claims;
 2. **every stored figure is reproduced** (:func:`compare_metrics`): a figure the fresh runs did not
    measure fails, it is never skipped. Tolerances (:class:`Tolerances`):
@@ -32,6 +34,12 @@ from speedbench.leaderboard.known_builds import KnownBuilds
 from speedbench.leaderboard.pack import pack_bundle
 from speedbench.leaderboard.store import Entry, LeaderboardStore
 from speedbench.leaderboard.validate import STORED_LIMITS, ValidatedBundle, compute_entry_metrics, parse_bundle
+
+
+# A fresh request with the entry's token streams whose every time (send, each chunk, end, from its
+# scheduled send) is within max(1 us, 0.01%) of that request's is a copy, not a measurement.
+COPY_RELATIVE = 1e-4
+COPY_ABSOLUTE_NS = 1_000
 
 
 @dataclass(frozen=True)
@@ -97,10 +105,13 @@ def independence(store: LeaderboardStore, entry: Entry, fresh: ValidatedBundle, 
     checks.append({"figure": "independent: not a measurement on the board", "stored": twin,
                    "fresh": fresh.measurement_sha256[:16], "ok": twin is None})
     stored = parse_bundle(store.archive(entry.id), known_builds, STORED_LIMITS)
-    mine = set().union(*(canonical.record_hashes(r) for r in stored.runs))
-    shared = sum(len(canonical.record_hashes(r) & mine) for r in fresh.runs)
-    checks.append({"figure": "independent: no request shared with the entry's runs", "stored": len(mine),
-                   "fresh": shared, "ok": shared == 0})
+    timings: dict = {}
+    for run in stored.runs:
+        for key, times in canonical.request_timings(run).items():
+            timings.setdefault(key, []).extend(times)
+    copied = sum(canonical.copied_requests(r, timings, COPY_RELATIVE, COPY_ABSOLUTE_NS) for r in fresh.runs)
+    checks.append({"figure": "independent: no request copied from the entry's runs",
+                   "stored": sum(len(r.records) for r in stored.runs), "fresh": copied, "ok": copied == 0})
     submitted = _unix(entry.submitted_at)
     earliest = min([r.manifest.created_unix_s for r in fresh.runs]
                    + [rec.started_unix_s for r in fresh.runs for rec in r.records])

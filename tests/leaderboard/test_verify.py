@@ -54,6 +54,9 @@ def test_an_independent_rerun_verifies_and_says_who_and_with_what(submitted, see
     out = capsys.readouterr().out
     assert code == 0, out
     assert f"{entry_id}: verified" in out and "ok   speedup throughput_1k c=4" in out
+    # the baselines' token streams are the entry's (one token a chunk), their times are their own: no copy
+    # 115 = 11 categories x 5 + 2 runs x 3 categories x 5 x 2 points
+    assert "ok   independent: no request copied from the entry's runs: stored 115, fresh 0" in out
     entry = _stored(seeded_db, entry_id)
     assert entry.trust == "verified" and board.entry_row(entry)["trust"] == "verified"
     record = entry.verification
@@ -69,7 +72,7 @@ def test_the_submitter_s_own_run_folders_do_not_verify(submitted, seeded_db, cap
     assert _verify(seeded_db, entry_id, sd, baselines) == 1
     out = capsys.readouterr().out
     assert "FAIL independent: not a measurement on the board" in out
-    assert "FAIL independent: no request shared with the entry's runs" in out
+    assert "FAIL independent: no request copied from the entry's runs" in out
     assert _stored(seeded_db, entry_id).trust == "self-reported"
 
 
@@ -84,7 +87,7 @@ def test_a_copy_filed_under_another_model_name_does_not_verify(submitted, seeded
         copies.append(copy)
     assert _verify(seeded_db, entry_id, copies[:2], copies[2:]) == 1
     out = capsys.readouterr().out
-    assert "FAIL independent: no request shared with the entry's runs" in out and "FAIL model" in out
+    assert "FAIL independent: no request copied from the entry's runs" in out and "FAIL model" in out
     assert _stored(seeded_db, entry_id).trust == "self-reported"
 
 
@@ -118,3 +121,42 @@ def test_verify_needs_a_verifier(submitted, seeded_db, make_entry_runs):
     entry_id, sd, _ = submitted
     with pytest.raises(SystemExit):
         main(["verify", entry_id, "--db", str(seeded_db), "--run", str(sd[0])])
+
+
+def _retimed_copy(runs, into, shift_s: float, nudge_ns: int):
+    """The submitter's own run folders with new timestamps: every record moved ``shift_s`` later and
+    its end nudged by ``nudge_ns`` (a new measurement digest, no request with the entry's timing),
+    every manifest dated now."""
+    copies = []
+    for run in runs:
+        copy = shutil.copytree(run, into / f"retimed-{run.name}")
+        manifest = json.loads((copy / "manifest.json").read_text())
+        manifest["created_unix_s"] = manifest["created_unix_s"] + shift_s
+        (copy / "manifest.json").write_text(json.dumps(manifest))
+        lines = []
+        for line in (copy / "records.jsonl").read_text().splitlines():
+            record = json.loads(line)
+            shift = int(shift_s * 1e9)
+            for key in ("scheduled_ns", "send_ns", "end_ns"):
+                record[key] += shift
+            record["end_ns"] += nudge_ns
+            record["chunk_ns"] = [t + shift for t in record["chunk_ns"]]
+            record["started_unix_s"] += shift_s
+            lines.append(json.dumps(record))
+        (copy / "records.jsonl").write_text("\n".join(lines) + "\n")
+        copies.append(copy)
+    return copies
+
+
+@pytest.mark.parametrize("nudge_ns", [1, 50_000])
+def test_the_submitter_s_records_with_new_timestamps_do_not_verify(submitted, seeded_db, tmp_path, capsys, nudge_ns):
+    """Reusing the entry's own records, re-dated after the entry and each end moved by a nanosecond
+    (or 50 us): a new measurement digest and no request at the entry's exact timing, but nothing
+    was measured again (the token streams and every chunk's timing are the entry's)."""
+    entry_id, sd, baselines = submitted
+    shift = time.time() + 10 - 1.7e9
+    copies = _retimed_copy([*sd, *baselines], tmp_path, shift, nudge_ns)
+    assert _verify(seeded_db, entry_id, copies[:len(sd)], copies[len(sd):]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL independent: no request copied from the entry's runs" in out, out
+    assert _stored(seeded_db, entry_id).trust == "self-reported"
