@@ -6,7 +6,10 @@ and 3 on qualitative prompts.
 Checks: no errors; per-request statistics (the final ``meta_info``) add up to the server's own
 Prometheus counters; greedy outputs with speculation equal those without (a server with no
 speculation, started first); no false flags; the client's figures equal sums recomputed here from
-the records. One server per speculation mode (module fixtures, one server at a time).
+the records. One server per speculation mode (module fixtures, one server at a time). On the draft
+chain's server the same prompts are sent again over ``/v1/completions`` (``--api openai``): the
+statistics from ``sglext.spec_tokens_details`` equal those of ``/generate`` request by request (a
+greedy draft model proposes the same drafts for the same text) and add up to the counters.
 """
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ from tests.standins.fixtures import read_jsonl, run_cli, story_rows, write_datas
 K = {"ngram": 7, "draft": 3, "draft-tree": 3}
 NODES = {"ngram": 7, "draft": 3, "draft-tree": 5}  # draft tokens proposed per verify (a tree: its nodes)
 MAX_TOKENS = 48
+OPENAI_MODES = ("draft",)  # modes whose server is also measured over /v1/completions
 
 
 def _counters(url: str) -> dict[str, float]:
@@ -51,16 +55,19 @@ def _serve(mode: str, tmp_path_factory):
     return LocalEngine(config, log_path=work / "server.log")
 
 
-def _run(engine, mode: str, models_dir, root, concurrency: str) -> dict:
+def _run(engine, mode: str, models_dir, root, concurrency: str, api: str = "native") -> dict:
     dataset = write_dataset(root / "dataset", story_rows(6, multiturn_every=6), config="qualitative")
-    out = root / "run"
+    out = root / f"run-{api}"
     before = _counters(engine.url)
     extra = ["--draft-length", str(K[mode])] if mode in K else ["--draft-length", "0"]
-    code = run_cli("sglang", engine.url, dataset, out, models_dir, "--config", "qualitative",
+    code = run_cli("sglang", engine.url, dataset, out, models_dir, "--config", "qualitative", "--api", api,
                    "--concurrency", concurrency, "--max-tokens", str(MAX_TOKENS), "--warmup", "1", *extra)
     after = _counters(engine.url)
     delta = {name: after[name] - before.get(name, 0.0) for name in after}
-    return {"mode": mode, "code": code, "out": out, "records": read_jsonl(out / "records.jsonl"), "delta": delta}
+    with urllib.request.urlopen(engine.url + "/server_info", timeout=30) as response:
+        server_info = json.loads(response.read())
+    return {"mode": mode, "code": code, "out": out, "records": read_jsonl(out / "records.jsonl"), "delta": delta,
+            "server_info": server_info}
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +81,11 @@ def sglang_server_baseline(models_dir, tmp_path_factory):
 def sglang_server_run(request, sglang_server_baseline, models_dir, tmp_path_factory):
     mode = request.param
     with _serve(mode, tmp_path_factory) as engine:
-        return _run(engine, mode, models_dir, tmp_path_factory.mktemp(f"run-{mode}"), "1,3")
+        root = tmp_path_factory.mktemp(f"run-{mode}")
+        run = _run(engine, mode, models_dir, root, "1,3")
+        if mode in OPENAI_MODES:
+            run["openai"] = _run(engine, mode, models_dir, root, "1,3", api="openai")
+        return run
 
 
 def _meta(record: dict) -> dict:
@@ -146,12 +157,36 @@ def test_client_figures_equal_independent_sums(sglang_server_run):
         assert point["latency"]["num_requests"] == len(mine) == 8
 
 
+def _one_read(record: dict) -> bool:
+    """Whether a record's token chunks after the first (two or more) carry one client stamp: the
+    client read them all at once, so their timing is the client's (a busy client)."""
+    stamps = [t for t, n in zip(record["chunk_ns"], record["chunk_tokens"]) if n > 0]
+    return len(stamps) >= 2 and (len(set(stamps)) == 1 or (len(stamps) >= 3 and len(set(stamps[1:])) == 1))
+
+
 def test_no_false_flags(sglang_server_run):
-    """Only ``merged_steps`` may be raised: SGLang's stream sends the state of a request when the
-    HTTP side gets to it, so two verify steps can arrive as one event (seen at concurrency 3, one
-    event in 176); disagreement or consistency flags would be false on a run whose sources agree."""
+    """Only flags that describe this busy machine may be raised, and exactly when the records show
+    them. SGLang's stream sends a request's state when its HTTP side gets to it, so two verify
+    steps can arrive as one event (at concurrency 3: one event in 176 at load 2-3; three 16-token
+    chunks of two 8-token n-gram steps at load 13): ``merged_steps`` when the token-carrying chunks
+    after the prefill's are fewer than the engine's decode steps, ``merged_chunks`` when a chunk
+    holds more than K+1 tokens (one step's most). A descheduled client reads a whole answer at
+    once (21 chunks in one read at load 15): ``client_lag``. Disagreement or consistency flags
+    would be false on a run whose sources agree."""
+    mode, records = sglang_server_run["mode"], sglang_server_run["records"]
     for point in json.loads((sglang_server_run["out"] / "results.json").read_text())["points"]:
-        assert {flag.split(":")[0] for flag in point["flags"]} <= {"merged_steps"}, point["flags"]
+        mine = [r for r in records if not r["warmup"] and r["run_point"] == point["run_point"]]
+        raised = {flag.split(":")[0] for flag in point["flags"]}
+        assert raised <= {"merged_steps", "merged_chunks", "client_lag"}, point["flags"]
+        missing = (sum(r["engine_stats"]["decode_steps"] for r in mine)
+                   - sum(sum(1 for t in r["chunk_tokens"][1:] if t) for r in mine))
+        oversized = sum(1 for r in mine for t in r["chunk_tokens"] if t > K[mode] + 1)
+        assert missing >= 0 and ("merged_steps" in raised) == (missing > 0), (missing, point["flags"])
+        if oversized:
+            assert "merged_chunks" in raised, (oversized, point["flags"])
+        if "merged_chunks" in raised:
+            assert missing > 0, point["flags"]  # a merged chunk holds several of the engine's steps
+        assert ("client_lag" in raised) == any(_one_read(r) for r in mine), point["flags"]
 
 
 _TREE_CHECK = r"""
@@ -184,3 +219,33 @@ def test_kernel_standin_verifies_a_tree_greedily():
                           env={"PYTHONPATH": str(KERNEL_STANDIN), "PATH": "/usr/bin:/bin"}, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split("\n")[0] == "[[0, 2, -1]] [1] [6, 0, 9, 0]"
+
+
+def test_openai_route_statistics_equal_the_native_routes(sglang_server_run):
+    """``--api openai`` on the same server: no errors, the statistics come from sglext, add up to
+    the counters, and equal the /generate run's request by request; the outputs are the same."""
+    if "openai" not in sglang_server_run:
+        pytest.skip(f"only {', '.join(OPENAI_MODES)} is also measured over /v1/completions")
+    native, openai = sglang_server_run, sglang_server_run["openai"]
+    records = openai["records"]
+    assert openai["code"] == 0 and all(r["error"] is None for r in records)
+    assert {r["engine_stats"]["source"] for r in records} == {"sglang.spec_tokens_details"}
+    assert all(r["output_token_ids_source"] == "engine" for r in records)  # return_token_ids
+    assert sum(_meta(r)["spec_verify_ct"] for r in records) == openai["delta"]["sglang:spec_verify_calls_total"]
+    assert sum(r["output_tokens"] for r in records) == openai["delta"]["sglang:generation_tokens_total"]
+    fields = ("spec_verify_ct", "spec_num_correct_drafts", "spec_num_proposed_drafts", "spec_correct_drafts_histogram")
+
+    def by_key(run):
+        return {(r["run_point"], r["question_id"], r["turn_index"]): (r["output_text"], [_meta(r)[f] for f in fields])
+                for r in run["records"] if not r["warmup"]}
+
+    assert by_key(openai) == by_key(native) and len(by_key(openai)) == 16
+
+
+def test_k_from_the_servers_own_description(sglang_server_run):
+    """Without --draft-length the client takes K from /server_info: n-gram num_draft_tokens - 1,
+    a chain its steps, a tree its depth (not its nodes)."""
+    from speedbench.metrics.draft_length import server_draft_length
+
+    mode, info = sglang_server_run["mode"], sglang_server_run["server_info"]
+    assert server_draft_length(info) == K[mode], {k: v for k, v in info.items() if k.startswith("speculative")}
