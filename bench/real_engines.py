@@ -2,8 +2,8 @@
 sglang`), each without speculation, with n-gram and with draft-model speculation (SGLang: also a
 draft tree of the same depth), on the same qualitative and throughput_1k prompts of the tiny
 stories260K model. SGLang's CPU kernels are our plain-torch stand-in: its acceptance figures are
-SGLang's own, its times (t_step, TPS, speedups) mean nothing. Prints, per engine, mode, config and
-concurrency:
+SGLang's own, its times mean nothing, so its rows leave the time columns (t_step, TPS, speedup,
+Appendix G) empty. Prints, per engine, mode, config and concurrency:
 
 - AL per source (``engine``: the engine's per-request statistics, over drafted steps;
   ``counters``: Prometheus; ``chunks``: streamed chunk sizes, a fallback);
@@ -31,6 +31,8 @@ OUT = Path(__file__).resolve().parent / "output" / "real-engines"
 MODES = {"none": 0, "ngram": 3, "draft": 4}  # speculation -> K
 # SGLang: n-gram proposes K per verify, a chain K, a tree (top-2) 2K-1 nodes of depth K.
 ENGINE_MODES = {"llamacpp": MODES, "vllm": MODES, "sglang": {"none": 0, "ngram": 3, "draft": 3, "draft-tree": 3}}
+# Engines whose times are not the engine's (SGLang: kernels stood in by plain torch): no time columns.
+UNTIMED = {"sglang"}
 
 
 def _dataset(args) -> tuple[Path, str, str]:
@@ -188,11 +190,14 @@ def main(argv: list[str] | None = None) -> int:
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for r in rows:
+        if r["engine"] in UNTIMED:
+            r = {**r, "t_step_ms": None, "output_tps": None}
         base = base_tps.get((r["engine"], r["config"], r["c"]))
         measured = r["output_tps"] / base if base and r["output_tps"] and r["mode"] != "none" else None
         t_ar, t_sd = t_step.get((r["engine"], "none", r["c"])), t_step.get((r["engine"], r["mode"], r["c"]))
         estimate = (appendix_g_speedup(t_ar, t_sd, r["tokens_per_step"])
-                    if r["mode"] != "none" and t_ar and t_sd and r["tokens_per_step"] else None)
+                    if r["mode"] != "none" and t_ar and t_sd and r["tokens_per_step"]
+                    and r["engine"] not in UNTIMED else None)
         cells = (r["engine"], r["mode"], str(r["K"]), r["config"], str(r["c"]), str(r["requests"]), str(r["errors"]),
                  _fmt(r["al"]["engine"]), _fmt(r["al"]["counters"]), _fmt(r["al"]["chunks"]),
                  _fmt(r["tokens_per_step"]), _fmt(r["t_step_ms"]), _fmt(r["output_tps"], ".0f"),
