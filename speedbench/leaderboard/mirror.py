@@ -25,6 +25,9 @@ ENTRY_DOC_VERSION = 2
 ENTRIES, BUNDLES = "entries/", "bundles/"
 
 
+SUFFIXES = (".tar.gz", ".zip")
+
+
 def bundle_suffix(archive: bytes) -> str:
     return ".zip" if archive[:2] == b"PK" else ".tar.gz"
 
@@ -69,16 +72,18 @@ class HubMirror:
     def ensure_repo(self) -> None:
         self.api.create_repo(self.repo_id, repo_type="dataset", private=True, exist_ok=True)
 
-    def push(self, document: dict, archive: bytes | None) -> None:
-        """One atomic commit: the entry document, and the bundle when given."""
-        from huggingface_hub import CommitOperationAdd
+    def push(self, document: dict, archive: bytes | None, stale: tuple[str, ...] = ()) -> None:
+        """One atomic commit: the entry document, and the bundle when given (``stale``: bundle paths
+        of the same entry under another suffix, deleted in the same commit)."""
+        from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
         entry_id = document["id"]
         operations = [CommitOperationAdd(path_in_repo=f"{ENTRIES}{entry_id}.json",
                                          path_or_fileobj=json.dumps(document, indent=1, sort_keys=True).encode())]
         if archive is not None:
-            operations.insert(0, CommitOperationAdd(path_in_repo=f"{BUNDLES}{entry_id}{bundle_suffix(archive)}",
-                                                    path_or_fileobj=archive))
+            path = f"{BUNDLES}{entry_id}{bundle_suffix(archive)}"
+            operations.insert(0, CommitOperationAdd(path_in_repo=path, path_or_fileobj=archive))
+            operations += [CommitOperationDelete(path_in_repo=other) for other in stale if other != path]
         what = "entry" if archive is not None else f"entry {document.get('trust')}"
         self.api.create_commit(self.repo_id, operations, repo_type="dataset", commit_message=f"{what} {entry_id}")
 
@@ -101,10 +106,26 @@ class HubMirror:
             with open(local, "rb") as handle:
                 return handle.read()
 
+    def _document(self, path: str) -> dict:
+        document = json.loads(self.read(path))
+        if not isinstance(document, dict):
+            raise ValueError(f"{path} is not a JSON object")
+        return document
+
+    def hub_copy(self, entry_id: str) -> tuple[dict | None, tuple[str, ...]]:
+        """(the entry document the repo holds for ``entry_id`` or None, the paths of its bundles): a
+        new entry's id is in the repo already when its measurement was accepted there before (a
+        Space restarted on an empty disk, sent the same bundle again before its restore)."""
+        paths = [f"{ENTRIES}{entry_id}.json", *(f"{BUNDLES}{entry_id}{suffix}" for suffix in SUFFIXES)]
+        found = {info.path for info in self.api.get_paths_info(self.repo_id, paths, repo_type="dataset")}
+        document = self._document(paths[0]) if paths[0] in found else None
+        return document, tuple(sorted(p for p in found if p.startswith(BUNDLES)))
+
     def read_entry(self, listing: RepoListing, entry_id: str) -> tuple[dict | None, bytes]:
-        """(entry document or None, bundle bytes) of one entry; a bundle whose hash is not the
-        document's ``archive_sha256`` is a ValueError (a corrupted or replaced file)."""
-        document = json.loads(self.read(listing.documents[entry_id])) if entry_id in listing.documents else None
+        """(entry document or None, bundle bytes) of one entry; a document that is not a JSON object
+        or a bundle whose hash is not the document's ``archive_sha256`` is a ValueError (a corrupted
+        or replaced file)."""
+        document = self._document(listing.documents[entry_id]) if entry_id in listing.documents else None
         archive = self.read(listing.bundles[entry_id])
         if document is not None and document.get("archive_sha256") not in (None, hashlib.sha256(archive).hexdigest()):
             raise ValueError(f"{listing.bundles[entry_id]}: sha256 differs from the entry document's archive_sha256")

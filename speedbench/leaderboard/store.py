@@ -283,6 +283,17 @@ class LeaderboardStore:
                          (trust, json.dumps(verification, sort_keys=True, allow_nan=False), entry_id))
             self._enqueue(conn, entry_id, with_bundle=False)
 
+    def adopt(self, entry_id: str, submitted_at: str, trust: str, verification: dict | None) -> None:
+        """Give an entry the date, trust level and verification of the copy of the same measurement
+        the Hub dataset holds already (:meth:`speedbench.leaderboard.sync.MirrorSync.push_due`)."""
+        if trust not in TRUST_LEVELS:
+            raise ValueError(f"trust must be one of {TRUST_LEVELS}")
+        with self._transaction() as conn:
+            conn.execute("UPDATE submissions SET submitted_at = ?, trust = ?, verification_json = ? WHERE id = ?",
+                         (submitted_at, trust,
+                          json.dumps(verification, sort_keys=True, allow_nan=False) if verification else None,
+                          entry_id))
+
     # ---- the outbox: entries whose current state has not reached the Hub dataset yet -------
     @staticmethod
     def _enqueue(conn: sqlite3.Connection, entry_id: str, with_bundle: bool) -> None:

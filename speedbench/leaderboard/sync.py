@@ -10,7 +10,11 @@ never blocks a page or a request:
 3. it pushes the outbox (the entries whose current state has not reached the repo: new ones,
    verified ones), one commit per entry, oldest first; a failed push is retried with
    exponential backoff (``BACKOFF_S``) until it lands, across restarts (the outbox is a table of
-   the SQLite store).
+   the SQLite store). The outbox is read when an upload wakes the thread and at least every
+   ``POLL_S`` (a verification made by another process on the same store queues its entry too).
+   A new entry whose id the repo holds already (the same measurement, accepted there before the
+   Space restarted on an empty disk and sent again before the restore) keeps the repo's date and
+   verification instead of overwriting them.
 
 :meth:`MirrorSync.status` says how far behind the repo is; the Space shows it. The steps are
 also callable one at a time (:meth:`restore_missing`, :meth:`push_due`) for tests and the CLI.
@@ -29,6 +33,9 @@ from speedbench.leaderboard.store import LeaderboardStore
 
 log = logging.getLogger(__name__)
 BACKOFF_S = (5.0, 600.0)  # first retry after 5 s, doubling up to 10 min
+# The outbox is read again at least this often: another process on the same store (``python -m
+# speedbench.leaderboard verify``) queues entries without waking this thread.
+POLL_S = 60.0
 
 
 def backoff(attempts: int, base: float = BACKOFF_S[0], cap: float = BACKOFF_S[1]) -> float:
@@ -115,21 +122,43 @@ class MirrorSync:
         landed = 0
         with self._lock:
             for entry_id, attempts, _, with_bundle in self.store.outbox(due_before=now):
-                entry = self.store.get(entry_id)
-                if entry is None:  # quarantined or gone: nothing to copy
-                    self.store.outbox_done(entry_id, "")
-                    continue
-                state = self.store.state_token(entry_id)
-                archive = self.store.archive(entry_id) if with_bundle else None
                 try:
-                    self.mirror.push(entry_document(entry), archive)
+                    landed += self._push(entry_id, with_bundle)
                 except Exception as exc:  # the Hub is down, slow or refuses: retried later
                     self._failed(f"push {entry_id}", exc)
                     self.store.outbox_failed(entry_id, self._status.last_error, now + backoff(attempts + 1))
-                    continue
-                self.store.outbox_done(entry_id, state)
-                landed += 1
         return landed
+
+    def _push(self, entry_id: str, with_bundle: bool) -> bool:
+        """One entry's commit; False when there was nothing to copy (quarantined or gone)."""
+        stale: tuple[str, ...] = ()
+        if with_bundle:  # never pushed from here: the repo may hold its measurement already
+            stale = self._adopt_hub_copy(entry_id)
+        # the state before the entry: a change between the two reads keeps it queued, never lost
+        state = self.store.state_token(entry_id)
+        entry = self.store.get(entry_id)
+        if entry is None:
+            self.store.outbox_done(entry_id, "")
+            return False
+        self.mirror.push(entry_document(entry), self.store.archive(entry_id) if with_bundle else None, stale)
+        self.store.outbox_done(entry_id, state)
+        return True
+
+    def _adopt_hub_copy(self, entry_id: str) -> tuple[str, ...]:
+        """An entry whose id the repo holds (the same measurement, accepted there before this store
+        was emptied) keeps the repo's date and, unless only this copy is verified, its trust level
+        and verification; returns the repo's bundle paths of it (replaced by this copy's bundle)."""
+        document, bundles = self.mirror.hub_copy(entry_id)
+        entry = self.store.get(entry_id)
+        if document is None or entry is None:
+            return bundles
+        if document.get("trust") == "verified" and isinstance(document.get("verification"), dict):
+            trust, verification = "verified", document["verification"]
+        else:  # the repo's copy is self-reported: this one's own level (verified here, or not)
+            trust, verification = entry.trust, entry.verification
+        date = document.get("submitted_at")
+        self.store.adopt(entry_id, date if isinstance(date, str) else entry.submitted_at, trust, verification)
+        return bundles
 
     # ---- the thread ---------------------------------------------------------------------------
     def start(self) -> "MirrorSync":
@@ -168,5 +197,5 @@ class MirrorSync:
                     return
                 self._failed("sync", exc)
                 due = self.clock() + BACKOFF_S[1]
-            wait = None if due is None else max(0.0, due - self.clock())
+            wait = POLL_S if due is None else min(POLL_S, max(0.0, due - self.clock()))
             self._wake.wait(wait)

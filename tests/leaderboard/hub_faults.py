@@ -1,8 +1,9 @@
 """A Hub that refuses, hangs or fails half-way, for the store-of-record tests (imported by path).
 
 ``FaultyHub`` is the dataset builder's Hub stand-in (tests/dataset_builder/hub_standin.py) with a
-log of commits and ``fail_commits``: the next N commit requests are read in full (the preupload
-step before them succeeded) and then answered 500, so nothing of them lands. ``HangingHub``
+log of commits, deleted files, a first commit in every new repo (as the Hub makes) and
+``fail_commits``: the next N commit requests are read in full (the preupload step before them
+succeeded) and then answered 500, so nothing of them lands. ``HangingHub``
 accepts connections and never answers until released. ``refused_url()`` is a port nobody listens on.
 """
 from __future__ import annotations
@@ -25,8 +26,18 @@ class FaultyHub(hub_standin.HubStandIn):
     def __init__(self):
         super().__init__()
         self.commits: list[list[str]] = []  # the paths of each commit that landed
+        self.landed = threading.Condition()  # notified after each commit that landed
         self.fail_commits = 0
         self.failed = 0
+
+    async def _create(self, request: web.Request) -> web.Response:
+        """Like the Hub, a new dataset repo has a first commit (its .gitattributes): it is served
+        at once, empty of entries."""
+        response = await super()._create(request)
+        if response.status == 200:
+            repo_id = json.loads(response.body)["name"]
+            self.put(repo_id, {".gitattributes": b"*.tar.gz filter=lfs diff=lfs merge=lfs -text\n"})
+        return response
 
     async def _commit(self, request: web.Request) -> web.Response:
         body = await request.read()
@@ -34,12 +45,23 @@ class FaultyHub(hub_standin.HubStandIn):
             self.fail_commits -= 1
             self.failed += 1
             return web.json_response({"error": "Internal Error - We're working hard to fix this"}, status=500)
-        paths = [json.loads(line)["value"]["path"] for line in body.splitlines()
-                 if json.loads(line).get("key") == "file"]
+        items = [json.loads(line) for line in body.splitlines()]
+        paths = [item["value"]["path"] for item in items if item.get("key") == "file"]
+        deleted = [item["value"]["path"] for item in items if item.get("key") == "deletedFile"]
         response = await super()._commit(request)
         if response.status == 200:
             self.commits.append(sorted(paths))
+            repo_id = f"{request.match_info['org']}/{request.match_info['name']}"
+            for path in deleted:  # the Hub's commit API deletes too (CommitOperationDelete)
+                self.repos[repo_id].pop(path, None)
+            with self.landed:
+                self.landed.notify_all()
         return response
+
+    def wait_for(self, predicate, timeout: float) -> bool:
+        """Block until ``predicate()`` holds after some commit landed (False after ``timeout``)."""
+        with self.landed:
+            return self.landed.wait_for(predicate, timeout)
 
     def put(self, repo_id: str, files: dict[str, bytes]) -> None:
         """Files already in the repo (as a commit landed earlier)."""

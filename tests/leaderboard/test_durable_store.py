@@ -7,10 +7,12 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+import time
 from datetime import datetime, timezone
 
 import pytest
 
+from speedbench.leaderboard import sync as sync_module
 from speedbench.leaderboard.mirror import HubMirror
 from speedbench.leaderboard.store import LeaderboardStore
 from speedbench.leaderboard.sync import MirrorSync, backoff
@@ -129,3 +131,97 @@ def test_a_bundle_that_does_not_match_its_document_is_not_restored(known_builds,
     assert sync.restore_missing() == 0 and store.count() == 0
     assert "archive_sha256" in sync.status().skipped[0]
     store.close()
+
+
+def test_a_verification_made_while_its_entry_is_pushed_reaches_the_hub(seeded_store, known_builds, hub, monkeypatch):
+    """A verify (another process on the same store) lands between the push's read of the entry and
+    the end of its commit: the Hub got the entry as it was before, so it stays queued."""
+    sync = sync_for(seeded_store, hub.url, known_builds)
+    sync.mirror.ensure_repo()
+    entry = seeded_store.entries()[0]
+    read = seeded_store.get
+
+    def read_then_verified_elsewhere(entry_id):
+        found = read(entry_id)
+        if entry_id == entry.id and found.trust == "self-reported":
+            seeded_store.set_trust(entry.id, "verified", VERIFICATION)
+        return found
+
+    monkeypatch.setattr(seeded_store, "get", read_then_verified_elsewhere)
+    sync.push_due()
+    sync.push_due()
+    document = json.loads(hub.repos[REPO][f"entries/{entry.id}.json"])
+    assert (document["trust"], document["verification"]) == ("verified", VERIFICATION)
+    assert seeded_store.outbox() == []
+
+
+def test_an_entry_submitted_again_before_the_restore_keeps_the_hub_s_date_and_trust(known_builds, valid_bundle, hub,
+                                                                                   tmp_path, bundles):
+    """The Space restarted on an empty disk and the submitter sent the same measurement again (as a
+    zip this time) before the restore ran (a slow or unreachable Hub): the resubmission gets the
+    entry's id, and its push must not overwrite the Hub's document (the original date and the
+    verification were lost); the repo keeps one bundle of it, the one its document describes."""
+    before = LeaderboardStore(tmp_path / "before.sqlite3")
+    entry = submit_bundle(valid_bundle, before, known_builds, submitted_at="2026-11-02T00:00:00Z")
+    before.set_trust(entry.id, "verified", VERIFICATION)
+    pushed = sync_for(before, hub.url, known_builds)
+    pushed.mirror.ensure_repo()
+    assert pushed.push_due() == 1
+    before.close()
+
+    after = LeaderboardStore(tmp_path / "after.sqlite3")
+    again = submit_bundle(bundles.as_zip(bundles.unpack(valid_bundle)), after, known_builds)
+    assert again.id == entry.id and again.submitted_at != entry.submitted_at
+    sync = sync_for(after, hub.url, known_builds)
+    assert sync.restore_missing() == 0  # the id is in the store already
+    sync.push_due()
+    document = json.loads(hub.repos[REPO][f"entries/{entry.id}.json"])
+    assert (document["submitted_at"], document["trust"], document["verification"]) == (
+        "2026-11-02T00:00:00Z", "verified", VERIFICATION)
+    local = after.get(entry.id)
+    assert (local.submitted_at, local.trust, local.verification) == ("2026-11-02T00:00:00Z", "verified", VERIFICATION)
+    assert after.outbox() == []
+    assert sorted(p for p in hub.repos[REPO] if p.startswith("bundles/")) == [f"bundles/{entry.id}.zip"]
+    assert document["archive_sha256"] == hashlib.sha256(hub.repos[REPO][f"bundles/{entry.id}.zip"]).hexdigest()
+    restored = LeaderboardStore(tmp_path / "restored.sqlite3")  # and it comes back as it was
+    assert sync_for(restored, hub.url, known_builds).restore_missing() == 1
+    assert (restored.get(entry.id).submitted_at, restored.get(entry.id).trust) == ("2026-11-02T00:00:00Z", "verified")
+    after.close()
+    restored.close()
+
+
+def test_a_document_that_is_not_an_object_is_skipped_and_the_rest_restored(known_builds, valid_bundle, hub, tmp_path):
+    """One unreadable entry document must not stop every restore (and with it every push) forever."""
+    hub.put(REPO, {"bundles/sb-00000000000a.tar.gz": valid_bundle, "entries/sb-00000000000a.json": b"[1, 2]",
+                   "bundles/sb-00000000000b.tar.gz": valid_bundle})
+    store = LeaderboardStore(tmp_path / "restored.sqlite3")
+    sync = sync_for(store, hub.url, known_builds)
+    assert sync.restore_missing() == 1
+    assert [e.id for e in store.entries()] == ["sb-00000000000b"]
+    assert "sb-00000000000a: entries/sb-00000000000a.json is not a JSON object" in sync.status().skipped[0]
+    store.close()
+
+
+def test_a_verification_queued_by_another_process_reaches_the_hub_without_a_wake(seeded_store, known_builds, hub,
+                                                                                  monkeypatch):
+    """``python -m speedbench.leaderboard verify`` runs in its own process on the Space's store: its
+    outbox row must reach the Hub although nothing wakes the app's sync thread (it waited for the
+    next upload, and a restart on an empty disk in between lost the verification)."""
+    monkeypatch.setattr(sync_module, "POLL_S", 0.05)
+    sync = sync_for(seeded_store, hub.url, known_builds, clock=time.time)
+    sync.mirror.ensure_repo()
+    assert sync.push_due() == 3 and seeded_store.outbox() == []
+    sync.start()
+    assert sync.restored_once.wait(60)
+    entry = seeded_store.entries()[0]
+    other = LeaderboardStore(seeded_store.path)  # the verify process's own connection
+    other.set_trust(entry.id, "verified", VERIFICATION)
+    other.close()
+
+    def verified_on_hub():
+        return json.loads(hub.repos[REPO][f"entries/{entry.id}.json"])["trust"] == "verified"
+
+    try:
+        assert hub.wait_for(verified_on_hub, timeout=60)
+    finally:
+        sync.close()
