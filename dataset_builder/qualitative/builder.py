@@ -87,6 +87,28 @@ def _category_stats(pool: CategoryPool, removed: int, pool_rows: list[DatasetRow
     }
 
 
+def _deduplicated(pool: CategoryPool, embedder, cache, options: dict,
+                  progress: bool) -> tuple[list[DatasetRow], np.ndarray, dict[str, int], int]:
+    """(rows, vectors, rows removed per method, texts embedded): template variants, then embedding near-duplicates."""
+    variants = template_duplicates([r.turns for r in pool.rows])     # whole prompts, as sent
+    pool.rows = [r for r, dropped in zip(pool.rows, variants.drop) if not dropped]
+    vectors, embedded = embed_texts([embedding_text(r) for r in pool.rows], embedder, cache,
+                                    progress=progress, description=f"embedding {pool.category}")
+    drop = near_duplicates(vectors, float(options["dedup_threshold"]))
+    keep = np.flatnonzero(~drop)
+    removed = {"template": variants.count, "embedding": int(drop.sum())}
+    return [pool.rows[i] for i in keep], vectors[keep], removed, embedded
+
+
+def _short_pool(category: str, pool: CategoryPool, left: int, k: int, allow_short: bool) -> int:
+    """``left`` (the rows the category will have) when --allow-short, else ShortPoolError."""
+    message = (f"category {category!r}: only {left} candidates after de-duplication "
+               f"({pool.available} before the cap), fewer than the {k} asked for")
+    if not allow_short:
+        raise ShortPoolError(message + "; pass --allow-short to write it anyway")
+    return left
+
+
 def build_qualitative(ctx: BuildContext) -> BuiltConfig:
     from tqdm.auto import tqdm
 
@@ -107,20 +129,10 @@ def build_qualitative(ctx: BuildContext) -> BuiltConfig:
         for index, category in enumerate(tqdm(QUALITATIVE_CATEGORIES, desc="qualitative", unit="category",
                                               disable=not ctx.progress)):
             pool: CategoryPool = cap_pool(category, candidates[category], int(options["pool_cap"] or 0), ctx.seed)
-            variants = template_duplicates([r.turns for r in pool.rows])     # whole prompts, as sent
-            pool.rows = [r for r, dropped in zip(pool.rows, variants.drop) if not dropped]
-            vectors, embedded = embed_texts([embedding_text(r) for r in pool.rows], embedder, cache,
-                                            progress=ctx.progress, description=f"embedding {category}")
+            pool_rows, pool_vectors, removed, embedded = _deduplicated(pool, embedder, cache, options, ctx.progress)
             embedded_total += embedded
-            drop = near_duplicates(vectors, float(options["dedup_threshold"]))
-            keep = np.flatnonzero(~drop)
-            pool_rows, pool_vectors = [pool.rows[i] for i in keep], vectors[keep]
             if len(pool_rows) < k:
-                message = (f"category {category!r}: only {len(pool_rows)} candidates after de-duplication "
-                           f"({pool.available} before the cap), fewer than the {k} asked for")
-                if not options["allow_short"]:
-                    raise ShortPoolError(message + "; pass --allow-short to write it anyway")
-                short[category] = len(pool_rows)
+                short[category] = _short_pool(category, pool, len(pool_rows), k, options["allow_short"])
             take = min(k, len(pool_rows))
             chosen, random_chosen, composition = _choose(category, index, pool_rows, pool_vectors, take, options,
                                                          ctx.seed)
@@ -132,9 +144,9 @@ def build_qualitative(ctx: BuildContext) -> BuiltConfig:
             results.append(measure(category, pool_vectors, chosen, random_chosen, spec_vectors))
             selected = sorted((pool_rows[i] for i in chosen), key=lambda r: r.question_id)
             rows += selected
-            category_stats[category] = _category_stats(pool, int(drop.sum()), pool_rows, selected, composition,
+            category_stats[category] = _category_stats(pool, removed["embedding"], pool_rows, selected, composition,
                                                        results[-1])
-            category_stats[category]["template_variants_removed"] = variants.count
+            category_stats[category]["template_variants_removed"] = removed["template"]
     finally:
         cache.close()
         if hasattr(embedder, "close"):
