@@ -8,10 +8,15 @@
   difficulties, where the pool has enough hard candidates.
 - **Multi-turn**: the paper's split is about 20% multi-turn. Only some sources have real
   multi-turn rows (MT-Bench-101's dialogues in QA, Reasoning and Math, CoSER scenes and RoleBench
-  in Roleplay, consecutive MMLU-Pro questions in Humanities and STEM, SQuAD passages in RAG), so
-  every category whose pool holds multi-turn candidates keeps at least ``MIN_MULTITURN_SHARE``
-  (30%) of its rows multi-turn where the pool and the other rules allow; over the 11 categories
-  that is about 20% of the split.
+  in Roleplay, consecutive MMLU-Pro questions in Humanities and STEM, SQuAD and XQuAD passages in
+  RAG and Multilingual), so every category whose pool holds multi-turn candidates keeps at least
+  ``MIN_MULTITURN_SHARE`` (20%, the paper's share) of its rows multi-turn where the pool and the
+  other rules allow. Categories the selector already fills with more (QA: MT-Bench-101) make up
+  for the three without dialogues (Coding, Summarization, Writing). Every forced row costs
+  diversity, so the minimum is the paper's share and no more. Measured on default builds (mean
+  pairwise similarity of the selection, over the 11 categories): unconstrained 13.9% multi-turn,
+  0.1101; this rule 20.3%, 0.1128 (Humanities and STEM +0.005 each, Math +0.019: its 16 non-hard
+  places); a 30% minimum gave 24.2%, 0.1139 (Humanities and STEM +0.010).
 
 The selector (Algorithm 1) runs first, unconstrained. ``enforce`` then changes it only as much as
 the rules need, by single swaps on the same objective ``f(S) = sum_{i<j in S} x_i . x_j``:
@@ -41,7 +46,7 @@ MAX_TASK_SHARE = 0.4
 MIN_LANGUAGES = 23
 HARD_SHARE = 0.8
 HARD_CATEGORIES = CATEGORIES_WITH_DIFFICULTY   # the categories with a difficulty field
-MIN_MULTITURN_SHARE = 0.3
+MIN_MULTITURN_SHARE = 0.2
 
 
 @dataclass(frozen=True)

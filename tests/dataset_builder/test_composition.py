@@ -10,6 +10,7 @@ import itertools
 import numpy as np
 import pytest
 
+from speedbench.dataset_builder.qualitative import composition
 from speedbench.dataset_builder.qualitative.composition import Rules, enforce, rules_for, violations
 from speedbench.dataset_builder.qualitative.pools import collect_candidates
 from speedbench.dataset_builder.selection import select
@@ -120,11 +121,11 @@ def test_multiturn_minimum_repaired_then_no_allowed_swap_improves():
     rows = [DatasetRow(category="qa", sub_category="q", turns=["a", "b"] if m else ["a"], source="s", src_id=str(i))
             for i, m in enumerate(multi)]
     rules = rules_for("qa", rows, 10)
-    assert rules.min_multiturn == 3 and rules.caps.tolist() == [10]     # ceil(30% of 10), no other rule
+    assert rules.min_multiturn == 2 and rules.caps.tolist() == [10]     # 20% of 10, no other rule
     chosen = select(x, 10, "greedy_swap", seed=0)
-    assert multi[chosen].sum() < 3 and violations(rules, chosen)
+    assert multi[chosen].sum() < 2 and violations(rules, chosen)
     fixed, swaps = enforce(x, chosen, rules)
-    assert swaps > 0 and violations(rules, fixed) == [] and multi[fixed].sum() >= 3
+    assert swaps > 0 and violations(rules, fixed) == [] and multi[fixed].sum() >= 2
     best = _f(x, fixed)
     outside = sorted(set(range(len(x))) - set(fixed.tolist()))
     for out, new in itertools.product(fixed.tolist(), outside):
@@ -133,12 +134,21 @@ def test_multiturn_minimum_repaired_then_no_allowed_swap_improves():
             assert _f(x, trial) >= best - TIE_TOLERANCE, (out, new)
 
 
-def test_multiturn_minimum_counts_only_what_the_hard_rule_leaves_room_for():
+def test_multiturn_minimum_is_the_papers_share_of_each_category():
+    rows = [DatasetRow(category="qa", sub_category="q", turns=["a"] * (1 + i % 2), source="s", src_id=str(i))
+            for i in range(200)]
+    assert rules_for("qa", rows, 80).min_multiturn == 16                  # 20% of 80 (the paper: about 20%)
+    assert rules_for("qa", rows[:21], 80).min_multiturn == 10             # all the pool has
+
+
+def test_multiturn_minimum_counts_only_what_the_hard_rule_leaves_room_for(monkeypatch):
+    monkeypatch.setattr(composition, "MIN_MULTITURN_SHARE", 0.5)         # above the non-hard 20%, so the cap binds
+
     def row(difficulty: str, turns: int) -> DatasetRow:
         return DatasetRow(category="math", sub_category="m", turns=["t"] * turns, source="s",
                           src_id=f"{difficulty}{turns}", difficulty=difficulty)
     # 10 rows chosen: 8 hard; multi-turn rows: 1 hard, 5 medium, of which only 2 fit beside 8 hard rows
     pool = [row("hard", 1)] * 20 + [row("hard", 2)] + [row("medium", 2)] * 5 + [row("medium", 1)] * 5
-    assert rules_for("math", pool, 10).min_multiturn == 3                 # 1 + min(5, 2), under ceil(3.0)
+    assert rules_for("math", pool, 10).min_multiturn == 3                 # 1 + min(5, 2), under 5
     assert rules_for("math", pool[:20] + pool[21:26], 10).min_multiturn == 2
     assert rules_for("math", [row("hard", 1)] * 20, 10).multiturn is None  # no multi-turn rows: no rule
