@@ -26,12 +26,12 @@ BBH_TASKS = ("boolean_expressions", "dyck_languages", "navigate", "logical_deduc
              "tracking_shuffled_objects_three_objects", "penguins_in_a_table", "causal_judgement", "object_counting")
 
 
-def base_prompts(sources_dir: Path, n: int) -> list[str]:
-    """Distinct real first turns from MT-Bench-101 (one per dialogue, short ones)."""
+def base_prompts(sources_dir: Path, n: int, low: int = 40, high: int = 301) -> list[str]:
+    """Distinct real first turns from MT-Bench-101 (one per dialogue, ``low`` to ``high - 1`` characters)."""
     seen, out = set(), []
     for line in (sources_dir / "mtbench101" / "mtbench101.jsonl").read_text(encoding="utf-8").splitlines():
         text = json.loads(line)["history"][0]["user"].strip()
-        if 40 <= len(text) <= 300 and text.lower() not in seen:
+        if low <= len(text) < high and text.lower() not in seen:
             seen.add(text.lower())
             out.append(text)
         if len(out) == n:
@@ -110,3 +110,13 @@ def test_curate_selects_no_two_variants_of_one_prompt(sources_dir, tmp_path):
     groups = manifest["configs"]["chat"]["stats"]["groups"]["chat"]
     assert groups["template_variants_removed"] == 120 and groups["pool"] == 40
     assert "| chat | 160 | 120 |" in (out / "README.md").read_text()
+
+
+def test_short_prompts_with_a_long_template_are_compared(sources_dir):
+    """LSH must propose the pair before the verdict can see it: 40-79-character prompts, 80 characters added."""
+    bases = base_prompts(sources_dir, 2000, low=40, high=80)
+    decoration = "Thank you so much for taking the time to help me with this, I really appreciate it!"[:79]
+    texts = [t for i, b in enumerate(bases) for t in (b, f"{decoration} {b}" if i % 2 else f"{b} {decoration}")]
+    found = template_duplicates(texts).kept_for
+    share = sum(found.get(2 * i + 1) == 2 * i for i in range(len(bases))) / len(bases)
+    assert len(bases) > 500 and share >= 0.95          # measured 97.0% at threshold 0.2 (0.3: 86.5%)
