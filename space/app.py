@@ -139,7 +139,7 @@ def _browse_tab(rows, found, table) -> _Browse:
     return _Browse(controls, [engines, methods, families, isl], board_table)
 
 
-def _compare_tab(store: LeaderboardStore, found) -> list:
+def _compare_tab(store: LeaderboardStore, found, admission: Admission) -> list:
     """The Compare tab; returns its dropdowns (entries, Pareto ISL) whose choices follow the store."""
     with gr.Tab("Compare", id="compare"):
         with gr.Row():
@@ -161,7 +161,7 @@ def _compare_tab(store: LeaderboardStore, found) -> list:
                              tooltip=["entry", "concurrency", "user_tps", "output_tps"], elem_id="pareto")
 
         def run_compare(ids, isl_value):
-            side, diffs, points, note = compare.compare(store, ids, isl_value)
+            side, diffs, points, note = compare.compare(store, ids, isl_value, admission)
             return side, diffs, points, note
 
         compare_button.click(run_compare, [picked, pareto_isl],
@@ -227,7 +227,7 @@ def build_app(settings: Settings | None = None, store: LeaderboardStore | None =
                           elem_id="mirror-note", visible=bool(services.mirror_note()))
         with gr.Tabs():
             browse = _browse_tab(rows, found, table)
-            followers = _compare_tab(store, found)
+            followers = _compare_tab(store, found, services.admission)
             _submit_tab(settings, services, browse, followers, table, refresh_choices, note)
             _about_tab(settings)
 

@@ -96,7 +96,7 @@ PROMISES = """
 - **Bounds**: an upload is at most {archive_mb:g} MiB and unpacks to at most {unpacked_mb:g} MiB; at most
   {validations} validation(s) run at once, whatever sent them, reserving {memory_mb:g} MiB together by the
   size each upload declares; one upload may use {cpu_s:g} CPU seconds; Compare takes at most
-  {compare} entries. An upload over a bound is
+  {compare} entries and reads each pair of them under the same limit and budgets. An upload over a bound is
   refused with a message naming it (`budget.*`); identical uploads sent at once each get an answer.
 - **Durability**: the board's store of record is a Hub dataset: each accepted entry (bundle,
   entry document with its date and trust level, verification) is one commit there, retried from

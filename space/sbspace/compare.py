@@ -4,6 +4,7 @@ from __future__ import annotations
 import pandas as pd
 
 from speedbench.leaderboard import board
+from speedbench.leaderboard.schema import BundleRejected
 from speedbench.leaderboard.store import LeaderboardStore
 
 MAX_ENTRIES = 6
@@ -16,10 +17,11 @@ def entry_choices(store: LeaderboardStore) -> list[tuple[str, str]]:
     return [(board.entry_label(e), e.id) for e in store.entries()]
 
 
-def compare(store: LeaderboardStore, ids: list[str], isl: str | None):
+def compare(store: LeaderboardStore, ids: list[str], isl: str | None, admission=None):
     """(side-by-side AL, paired differences, Pareto points, note) for the chosen entry ids: each id
     once (in the order given), unknown ones left out, at most ``MAX_ENTRIES`` (the paired bootstrap
-    costs CPU per pair: an API call naming one id ten times must not cost ten)."""
+    costs CPU per pair: an API call naming one id ten times must not cost ten); each pair is read
+    and compared under the app's ``admission`` control, like an upload."""
     wanted = list(dict.fromkeys(i for i in (ids or []) if isinstance(i, str)))
     entries = [e for e in (store.get(i) for i in wanted[:MAX_ENTRIES]) if e is not None]
     if len(entries) < 2:
@@ -28,7 +30,10 @@ def compare(store: LeaderboardStore, ids: list[str], isl: str | None):
             "Pick two or more entries."
     try:
         side = pd.DataFrame(board.per_category_side_by_side(entries))
-        diffs = pd.DataFrame(board.paired_differences(store, entries), columns=DIFF_COLUMNS)
+        diffs = pd.DataFrame(board.paired_differences(store, entries, admission), columns=DIFF_COLUMNS)
+    except BundleRejected as exc:  # over the budget an upload is held to (budget.cpu / budget.memory)
+        return pd.DataFrame(), pd.DataFrame(columns=DIFF_COLUMNS), pd.DataFrame(columns=PARETO_COLUMNS), \
+            f"These entries were not compared: {exc}"
     except Exception as exc:  # an entry the board cannot read must not break the tab
         return pd.DataFrame(), pd.DataFrame(columns=DIFF_COLUMNS), pd.DataFrame(columns=PARETO_COLUMNS), \
             f"These entries cannot be compared ({type(exc).__name__})."

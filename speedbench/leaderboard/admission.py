@@ -3,7 +3,8 @@
 Every validation (the Submit tab, the ``/submit_bundle`` API, a restore from the Hub) goes
 through one :class:`Admission`, so the bounds hold across events:
 
-- **one shared limit**: at most ``max_concurrent`` validations run at once, and together they
+- **one shared limit**: at most ``max_concurrent`` validations (and Compare's pairs, which read
+  two stored bundles each) run at once, and together they
   reserve at most ``memory_bytes``; each reserves ``MEMORY_PER_UNPACKED_BYTE`` x the size its
   archive declares unpacked (gzip's length trailer, zip's directory) + ``MEMORY_BASE``, and the
   archive is then held to that size. An upload larger than the whole budget runs alone.
@@ -163,8 +164,10 @@ class Admission:
 
     # ---- the shared limit ------------------------------------------------------------------
     @contextmanager
-    def slot(self, need: int) -> Iterator[_Running]:
-        """Run the body once a slot and ``need`` bytes of the budget are free; budgets enforced in it."""
+    def slot(self, need: int, what: str = "validating this upload",
+             advice: str = "split the submission or trim the runs") -> Iterator[_Running]:
+        """Run the body once a slot and ``need`` bytes of the budget are free; budgets enforced in it
+        (``what`` and ``advice`` word the refusal when one is stopped)."""
         need = min(need, self.budget.memory_bytes)  # larger than the budget: runs alone
         with self._cond:
             self.waiting += 1
@@ -194,9 +197,8 @@ class Admission:
                 self.reserved -= need
                 self._cond.notify_all()
         if stopped:
-            raise BundleRejected(f"validating this upload needed more {me.stopped} than one upload may use "
-                                 f"({self._limit_text(me.stopped)}); split the submission or trim the runs",
-                                 rule=f"budget.{me.stopped}")
+            raise BundleRejected(f"{what} needed more {me.stopped} than one upload may use "
+                                 f"({self._limit_text(me.stopped)}); {advice}", rule=f"budget.{me.stopped}")
 
     def disarm(self, me: _Running) -> None:
         """The budgets stop applying to this validation (it is about to write the store)."""

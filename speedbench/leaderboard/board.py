@@ -5,8 +5,9 @@ module maps them to headers. Everything here is pure (no Gradio), so it is teste
 """
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable
-from functools import lru_cache
 
 from speedbench.leaderboard.lossless import lossless_cell
 from speedbench.leaderboard.phases import phase_cells
@@ -198,37 +199,64 @@ def per_category_side_by_side(entries: list[Entry]) -> list[dict]:
     return table
 
 
-@lru_cache(maxsize=4)  # each holds an entry's records (tens of MiB for a large one): a few, not 32
-def _acceptance_records(store_path: str, entry_id: str, archive_sha256: str):
-    # cache key includes the archive hash, so a rebuilt store never serves stale records
+def _acceptance_records(archive: bytes):
+    """The records an entry's AL comes from, and its K, read from its stored bundle."""
     from speedbench.leaderboard.recompute import acceptance_runs
     from speedbench.leaderboard.validate import STORED_LIMITS, read_runs
 
-    store = LeaderboardStore(store_path)
-    try:
-        archive = store.archive(entry_id)
-    finally:
-        store.close()
     metadata, runs, _ = read_runs(archive, STORED_LIMITS)
     return [rec for run in acceptance_runs(runs) for rec in run.records], metadata.draft_length
 
 
-@lru_cache(maxsize=256)  # a pair's result is a few hundred bytes; its bootstrap costs seconds
-def _pair(store_path: str, ref: tuple[str, str], other: tuple[str, str]) -> dict:
-    ref_records, ref_k = _acceptance_records(store_path, *ref)
-    records, k = _acceptance_records(store_path, *other)
+# A pair's result is a few hundred bytes and its bootstrap costs seconds: kept. The entries'
+# records (up to the unpacked cap each) are not: they live only while their pair is computed.
+_PAIRS: "OrderedDict[tuple, dict]" = OrderedDict()
+_PAIRS_LOCK = threading.Lock()
+MAX_PAIRS = 256
+
+
+def _pair(store: LeaderboardStore, ref: Entry, other: Entry, admission=None) -> dict:
+    """``compare_runs`` of two entries; the bundles are read and compared in a slot of the app's
+    admission control (:mod:`.admission`: the same limit, memory reservation and CPU budget as an
+    upload), so Compare cannot cost more than the bound an upload is held to."""
+    key = (str(store.path), ref.id, ref.archive_sha256, other.id, other.archive_sha256)
+    with _PAIRS_LOCK:
+        if key in _PAIRS:
+            _PAIRS.move_to_end(key)
+            return _PAIRS[key]
+    archives = [store.archive(ref.id), store.archive(other.id)]
+    if admission is None:
+        result = _compare_archives(*archives)
+    else:
+        from speedbench.leaderboard.admission import reservation
+        from speedbench.leaderboard.validate import STORED_LIMITS
+
+        with admission.slot(sum(reservation(a, STORED_LIMITS)[0] for a in archives), "comparing these entries",
+                            "compare smaller entries"):
+            result = _compare_archives(*archives)
+    with _PAIRS_LOCK:
+        _PAIRS[key] = result
+        while len(_PAIRS) > MAX_PAIRS:
+            _PAIRS.popitem(last=False)
+    return result
+
+
+def _compare_archives(ref_archive: bytes, archive: bytes) -> dict:
+    ref_records, ref_k = _acceptance_records(ref_archive)
+    records, k = _acceptance_records(archive)
     return compare_runs(ref_records, records, ref_k, k)
 
 
-def paired_differences(store: LeaderboardStore, entries: list[Entry]) -> list[dict]:
+def paired_differences(store: LeaderboardStore, entries: list[Entry], admission=None) -> list[dict]:
     """Each entry against the first (the reference): AL difference (B - A) on the prompts both
-    ran, with its paired bootstrap CI, overall and per category."""
+    ran, with its paired bootstrap CI, overall and per category (each pair under ``admission``,
+    the app's :class:`~speedbench.leaderboard.admission.Admission`, when given)."""
     if len(entries) < 2:
         return []
     ref = entries[0]
     out = []
     for other in entries[1:]:
-        result = _pair(str(store.path), (ref.id, ref.archive_sha256), (other.id, other.archive_sha256))
+        result = _pair(store, ref, other, admission)
         for category, comparison in result.items():
             diff = comparison["acceptance_length"]
             ci = diff.get("difference_ci") or [None, None]

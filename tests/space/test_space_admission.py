@@ -121,3 +121,41 @@ def test_the_about_tab_states_the_bounds_this_space_runs_under():
     text = about.promises(ArchiveLimits(max_archive_bytes=32 * 2**20), Budget(max_concurrent=3, cpu_seconds=90), 6)
     assert "**self-reported**" in text and "**verified**" in text and "**Durability**" in text
     assert "at most 32 MiB" in text and "3 validation(s)" in text and "90 CPU seconds" in text
+
+
+def _live_records() -> int:
+    import gc
+
+    from speedbench.records import TurnRecord
+
+    gc.collect()
+    return sum(1 for o in gc.get_objects() if type(o) is TurnRecord)
+
+
+def test_compare_waits_for_the_shared_limit_and_keeps_no_records(space):
+    """Compare reads two entries' whole bundles (up to the unpacked cap each): it takes a slot of
+    the one admission control like an upload, and keeps only the pair's small result, not the
+    entries' records (a cache of them held the app above its memory bound)."""
+    url, demo = space
+    ids = [e.id for e in demo.store.entries()[:2]]
+    before = _live_records()
+    taken, release = [threading.Event(), threading.Event()], threading.Event()
+
+    def upload_in_progress(i: int) -> None:
+        with demo.admission.slot(0):
+            taken[i].set()
+            release.wait(DEADLINE_S)
+
+    holders = [threading.Thread(target=upload_in_progress, args=(i,), daemon=True) for i in range(2)]
+    for holder in holders:
+        holder.start()
+    assert all(t.wait(DEADLINE_S) for t in taken)  # both slots (max_concurrent=2) are busy
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        answer = pool.submit(lambda: web["client"](url).predict(ids, "any", api_name="/compare"))
+        assert demo.admission.wait_for(lambda a: a.waiting == 1, DEADLINE_S)
+        assert not answer.done()
+        release.set()
+        side, diffs, _, note = answer.result(DEADLINE_S)
+    assert {row[1] for row in diffs["data"]} == {ids[1]} and "Differences are" in note
+    assert demo.admission.peak_running == 2
+    assert _live_records() == before
