@@ -8,7 +8,8 @@ with ``speedbench export --layout vllm``, runs ``vllm bench serve --dataset-name
 export, then ``speedbench run`` on the same rows at the same concurrency, and prints each figure vLLM
 saved beside the same figure computed from our records by vLLM's definition (the peer view) and our own
 figure, with the difference and its cause (``speedbench compare``). With ``--category`` it repeats the
-comparison on one category (vLLM's ``--speed-bench-category`` beside our client on that category's rows).
+comparison on one category (vLLM's ``--speed-bench-category`` beside ``speedbench run --categories`` on the
+same dataset folder).
 """
 from __future__ import annotations
 
@@ -98,10 +99,11 @@ def main(argv: list[str] | None = None) -> int:
         mismatches = compare_point(work / "vllm.json", work / "run", f"c{args.concurrency}, {len(rows)} rows")
         if args.category:
             subset = [r for r in rows if r.category == args.category]
-            write_dataset(work / "dataset-category", subset, config=CONFIG)
             vllm_bench_serve(engine.url, served_name(config), folder, work / "export", work / "vllm-category.json",
                              num_prompts=len(subset), category=args.category, **common)
-            assert speedbench_run(engine.url, folder, work / "dataset-category", work / "run-category", **common) == 0
+            # the same dataset folder, the category chosen with --categories (vLLM: --speed-bench-category)
+            assert speedbench_run(engine.url, folder, dataset, work / "run-category", **common,
+                                  extra=("--categories", args.category)) == 0
             mismatches += compare_point(work / "vllm-category.json", work / "run-category",
                                         f"category {args.category}, {len(subset)} rows")
     print(f"\ncount figures that no definition explains: {mismatches}")

@@ -78,13 +78,16 @@ def test_one_category_with_speed_bench_category(vllm_peer, tmp_path):
     peer = vllm_bench_serve(p["url"], p["model"], p["tokenizer"], p["work"] / "export", tmp_path / "vllm.json",
                             num_prompts=len(subset), concurrency=CONCURRENCY, max_tokens=MAX_TOKENS, category="qa")
     assert peer["completed"] == len(subset)
-    dataset = write_dataset(tmp_path / "dataset", subset, config=CONFIG)
-    assert speedbench_run(p["url"], p["tokenizer"], dataset, tmp_path / "run", concurrency=CONCURRENCY,
-                          max_tokens=MAX_TOKENS) == 0
+    # Our client on the same dataset folder, the category chosen with --categories (vLLM's --speed-bench-category).
+    assert speedbench_run(p["url"], p["tokenizer"], p["dataset"], tmp_path / "run", concurrency=CONCURRENCY,
+                          max_tokens=MAX_TOKENS, extra=("--categories", "qa")) == 0
+    records = [json.loads(line) for line in (tmp_path / "run" / "records.jsonl").read_text().splitlines()]
+    assert {r["category"] for r in records} == {"qa"}
+    assert sorted({r["question_id"] for r in records if not r["warmup"]}) == sorted(r.question_id for r in subset)
     code, rows = _compare(tmp_path / "vllm.json", tmp_path / "run", tmp_path)
     assert code == 0
     for name in EXACT:
-        assert rows[name]["verdict"] == "equal", rows[name]
+        assert rows[name]["verdict"] == "equal" and rows[name]["peer"] == rows[name]["peer_view"], rows[name]
 
 
 def test_vllms_own_speed_bench_loader_reads_the_export(vllm_peer):
