@@ -59,7 +59,7 @@ def test_cli_defaults_come_from_settings():
 
 REPO = __import__("pathlib").Path(__file__).resolve().parents[1]
 # Reads that are not settings: a sweep plan's ${NAME} references and its PATH lookup.
-ENV_READ_ALLOWED = {"speedbench/settings.py", "speedbench/sweep/plan.py"}
+ENV_READ_ALLOWED = {"speedbench/settings.py", "client/sweep/plan.py"}
 
 
 def _env_reads(path) -> list[int]:

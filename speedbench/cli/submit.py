@@ -197,7 +197,7 @@ def submit_to_space(bundle: bytes, space: str) -> dict:
 
 def run(args) -> int:
     from speedbench.leaderboard.pack import pack_bundle
-    from speedbench.sweep.bundles import sweep_bundles
+    from speedbench.client.sweep.bundles import sweep_bundles
 
     if not args.space and not args.out and not args.dry_run:
         print("speedbench submit: give --space URL, --out FILE or --dry-run", file=sys.stderr)

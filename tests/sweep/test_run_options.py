@@ -4,8 +4,8 @@ from __future__ import annotations
 import textwrap
 
 from speedbench.cli import main
-from speedbench.sweep.plan import load_plan
-from speedbench.sweep.units import plan_units
+from speedbench.client.sweep.plan import load_plan
+from speedbench.client.sweep.units import plan_units
 
 PLAN = """\
 tokenizer = "{tok}"

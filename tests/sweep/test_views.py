@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import textwrap
 
-from speedbench.sweep.plan import load_plan
-from speedbench.sweep.units import plan_units
-from speedbench.sweep.views import best_draft_rows, declared_pairs, pareto_points, random_vs_real
+from speedbench.client.sweep.plan import load_plan
+from speedbench.client.sweep.units import plan_units
+from speedbench.client.sweep.views import best_draft_rows, declared_pairs, pareto_points, random_vs_real
 
 def _plan(tmp_path):
     text = textwrap.dedent("""\
