@@ -103,35 +103,35 @@ class KnownBuilds:
             files += sorted(path.glob("*.json")) if path.is_dir() else ([path] if path.is_file() else [])
         return cls(KnownBuild.from_dict(json.loads(f.read_text(encoding="utf-8"))) for f in files)
 
-    def check_run(self, run_path: str, manifest_hash: str, config: str,
-                  records: Iterable[tuple[str, str]]) -> KnownBuild:
-        """Reject a run whose dataset is unknown or whose records are not rows of that dataset.
-
-        records: (question_id, category) of each measured request-turn.
-        """
+    def config_of(self, run_path: str, manifest_hash: str, config: str) -> tuple[KnownBuild, KnownConfig]:
+        """The known build and config a run's manifest declares, or a rejection naming the manifest."""
         found = self.by_hash.get(manifest_hash)
         if found is None:
             raise BundleRejected(
-                f"{run_path}/manifest.json: dataset_config_sha256 {shown(manifest_hash[:16])}... is not a known "
-                "SPEED-Bench build; measure on a published build of the dataset", rule="build.unknown")
+                f"dataset_config_sha256 {shown(manifest_hash[:16])}... is not a known SPEED-Bench build; measure on a "
+                "published build of the dataset", rule="build.unknown", where=f"{run_path}/manifest.json",
+                field="dataset_config_sha256")
         matching = [(build, known) for build, known in found if known.name == config]
         if not matching:
             build, known = found[0]
             raise BundleRejected(
-                f"{run_path}/manifest.json: dataset_config {shown(config)} does not match the dataset hash, "
-                f"which is config {known.name!r} of build {build.name!r}", rule="build.config_mismatch")
-        build, known = matching[0]
-        for question_id, category in records:
-            expected = known.questions.get(question_id)
-            if expected is None:
-                raise BundleRejected(
-                    f"{run_path}/records.jsonl: question_id {shown(question_id)} is not a row of {config!r} "
-                    f"in build {build.name!r} (records do not match the declared dataset)", rule="build.unknown_question")
-            if expected != category:
-                raise BundleRejected(
-                    f"{run_path}/records.jsonl: question_id {shown(question_id)} has category {shown(category)}, "
-                    f"but the declared dataset says {expected!r}", rule="build.category_mismatch")
-        return build
+                f"dataset_config {shown(config)} does not match the dataset hash, which is config {known.name!r} of "
+                f"build {build.name!r}", rule="build.config_mismatch", where=f"{run_path}/manifest.json",
+                field="dataset_config")
+        return matching[0]
+
+    @staticmethod
+    def check_question(where: str, build: KnownBuild, known: KnownConfig, question_id: str, category: str) -> None:
+        """Reject a record that is not a row of the declared config (``where``: its file and line)."""
+        expected = known.questions.get(question_id)
+        if expected is None:
+            raise BundleRejected(
+                f"question_id {shown(question_id)} is not a row of {known.name!r} in build {build.name!r} (records do "
+                "not match the declared dataset)", rule="build.unknown_question", where=where, field="question_id")
+        if expected != category:
+            raise BundleRejected(
+                f"question_id {shown(question_id)} has category {shown(category)}, but the declared dataset says "
+                f"{expected!r}", rule="build.category_mismatch", where=where, field="category")
 
 
 def main(argv: list[str] | None = None) -> int:

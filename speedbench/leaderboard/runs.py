@@ -139,14 +139,18 @@ class BundleRules(ReadRules):
 
     One instance reads one run (it counts the run's records and load points against the caps);
     ``draft_length`` is the K the records are held to (0 for a baseline); a draft tree's nodes per
-    verify come from the manifest's server description, as in ``results.json``; ``on_record(record, where)``,
-    when given, sees each record (warmup and failed included) once it passed these checks and before
-    it is compacted and kept, and may raise :class:`BundleRejected`.
+    verify come from the manifest's server description, as in ``results.json``. ``on_manifest(manifest,
+    where)``, when given, sees the manifest before any record is read; ``on_record(record, where)``
+    each record (warmup and failed included) once it passed these checks and before it is compacted
+    and kept; either may raise :class:`BundleRejected`, so checks that need no more than that are
+    made before the rest of the run is parsed.
     """
 
     def __init__(self, draft_length: int, limits: ArchiveLimits, caps: RunCaps, bounds: PhysicalBounds,
-                 on_record: Callable[[TurnRecord, str], None] | None = None):
+                 on_record: Callable[[TurnRecord, str], None] | None = None,
+                 on_manifest: Callable[[RunManifest, str], None] | None = None):
         self.k, self.limits, self.caps, self.bounds, self.on_record = draft_length, limits, caps, bounds, on_record
+        self.on_manifest = on_manifest
         self.seen: set[str] = set()
         self.points: set[str] = set()
         self.draft_nodes: int | None = None  # set from the manifest, read before the records
@@ -176,6 +180,8 @@ class BundleRules(ReadRules):
         manifest = super().manifest_from(data, where)
         server = manifest.server if isinstance(manifest.server, dict) else {}
         self.draft_nodes = server_draft_nodes(server.get("server_info")) if self.k else None
+        if self.on_manifest is not None:
+            self.on_manifest(manifest, where)
         return manifest
 
     def results(self, raw, where: str) -> None:
@@ -222,11 +228,12 @@ class BundleRules(ReadRules):
 
 def read_run(path: str, role: str, files: dict, draft_length: int, *, limits: ArchiveLimits | None = None,
              caps: RunCaps = DEFAULT_CAPS, bounds: PhysicalBounds = DEFAULT_BOUNDS,
-             on_record: Callable[[TurnRecord, str], None] | None = None) -> RunFolder:
+             on_record: Callable[[TurnRecord, str], None] | None = None,
+             on_manifest: Callable[[RunManifest, str], None] | None = None) -> RunFolder:
     """Check and read the run folder ``path`` of a bundle (K = ``draft_length``; baselines are held to
-    K = 0); ``on_record``: see :class:`BundleRules`."""
+    K = 0); ``on_record``, ``on_manifest``: see :class:`BundleRules`."""
     k = draft_length if role == "sd" else 0
-    rules = BundleRules(k, limits or ArchiveLimits(), caps, bounds, on_record)
+    rules = BundleRules(k, limits or ArchiveLimits(), caps, bounds, on_record, on_manifest)
     run = read_run_folder(path, files, rules, role=role, draft_length=k)
     if not run.records:
         raise BundleRejected("no successful measured requests", rule="run.empty", where=f"{path}/{RECORDS_NAME}")

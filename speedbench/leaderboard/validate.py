@@ -6,11 +6,13 @@ Order of checks (the first failure is the message the submitter sees; each names
 2. ``submission.json``: schema version, metadata, plain text, listed runs (:mod:`.schema`);
 3. no member outside the listed runs, nothing but the run files in a run; each run's manifest
    and records, line by line, held to the record rules of :mod:`speedbench.consistency`
-   (:mod:`.runs`), each (load point, question, turn) answered once as the records stream in;
-4. each run's engine agrees with the metadata and with the engine its records' statistics name;
-   its dataset build is known, every record is a row of the declared config, the run covers the
-   config, prompt lengths are what one real tokenizer gives for its ISL bucket (:mod:`.isl`),
-   acceptance is not uniformly perfect, no run twice, a baseline is not an SD run;
+   (:mod:`.runs`);
+4. as each run streams in (:class:`_StreamChecks`): its manifest's engine is the metadata's and
+   its dataset build is known; each (load point, question, turn) is answered once, every record
+   is a row of the declared config and its statistics name the claimed engine; then, per run:
+   it covers the config, prompt lengths are what one real tokenizer gives for its ISL bucket
+   (:mod:`.isl`), acceptance is not uniformly perfect, the client kept up, no run twice, a
+   baseline is not an SD run;
 5. model and drafter names that only look like known ids (:mod:`.names`); the same measurement
    already on the board (:mod:`.canonical`, not the bytes);
 6. every metric recomputed from the raw records (:mod:`.recompute`); no speedup above K + 1;
@@ -76,7 +78,9 @@ def read_runs(data: bytes, limits: ArchiveLimits | None = None,
     return _read(data, limits, caps)
 
 
-def _read(data: bytes, limits: ArchiveLimits | None, caps: RunCaps):
+def _read(data: bytes, limits: ArchiveLimits | None, caps: RunCaps, known_builds: KnownBuilds | None = None):
+    """Steps 1-3, and with ``known_builds`` the checks of step 4 that need only a run's manifest or
+    one record, made while the run streams in (:class:`_StreamChecks`)."""
     files = read_archive(data, limits)
     if SUBMISSION_FILE not in files:
         raise BundleRejected(f"bundle has no {SUBMISSION_FILE} at its top level (pack it with 'speedbench submit')",
@@ -92,39 +96,67 @@ def _read(data: bytes, limits: ArchiveLimits | None, caps: RunCaps):
     if extra:
         raise BundleRejected(f"bundle member {shown(extra[0])} is not part of any run listed in {SUBMISSION_FILE}",
                              rule="archive.unexpected_member")
-    read = [read_run(ref.path, ref.role, files, metadata.draft_length, limits=limits, caps=caps,
-                     on_record=_one_answer_per_request()) for ref in refs]
+    read = []
+    for ref in refs:
+        checks = _StreamChecks(ref.path, metadata if known_builds is not None else None, known_builds)
+        read.append(read_run(ref.path, ref.role, files, metadata.draft_length, limits=limits, caps=caps,
+                             on_record=checks.record, on_manifest=checks.manifest))
     return metadata, read, files
 
 
-def _one_answer_per_request():
-    """``record.duplicate_request``, checked as each record streams in (before the next is read):
-    a run answers each (load point, question, turn) once, so an upload of one prompt repeated
-    48,000 times stops at its second record instead of after every record is parsed."""
-    seen: set[tuple[str, str, int]] = set()
+class _StreamChecks:
+    """The checks one run needs no more than its manifest or one record for, made as it streams in
+    (before the next record is parsed), so a hostile upload stops at its first bad line instead of
+    after a full parse (each rejection names the member and line):
 
-    def check(record: TurnRecord, where: str) -> None:
+    - at the manifest: the engine is the metadata's (``run.engine``), the dataset build and config
+      are known (``build.unknown``, ``build.config_mismatch``);
+    - at each measured record: each (load point, question, turn) is answered once
+      (``record.duplicate_request``: an upload of one prompt repeated 48,000 times stops at its
+      second record); at each measured, successful one: it is a row of the declared config
+      (``build.unknown_question``, ``build.category_mismatch``) and its engine statistics name the
+      claimed engine (``claim.engine_source``: ``vllm.metrics``, ``sglang.meta_info``,
+      ``trtllm.perf_metrics``, ``llamacpp.timings``).
+
+    Without ``metadata`` and ``known_builds`` (re-reading a stored bundle) only the first.
+    """
+
+    def __init__(self, path: str, metadata: SubmissionMetadata | None, known_builds: KnownBuilds | None):
+        self.path, self.metadata, self.known_builds = path, metadata, known_builds
+        self.build = self.config = None
+        self.seen: set[tuple[str, str, int]] = set()
+
+    def manifest(self, manifest, where: str) -> None:
+        if self.metadata is not None and manifest.engine.lower() != self.metadata.engine:
+            raise BundleRejected(f"run was measured with engine {shown(manifest.engine)} but metadata.engine says "
+                                 f"{self.metadata.engine!r}", rule="run.engine", where=where, field="engine")
+        if self.known_builds is not None:
+            self.build, self.config = self.known_builds.config_of(self.path, manifest.dataset_config_sha256,
+                                                                  manifest.dataset_config)
+
+    def record(self, record: TurnRecord, where: str) -> None:
         if record.warmup:
             return
         key = (record.run_point, record.question_id, record.turn_index)
-        if key in seen:
+        if key in self.seen:
             raise BundleRejected(f"load point {shown(key[0])} answers question {shown(key[1])} turn {key[2]} twice",
                                  rule="record.duplicate_request", where=where, field="question_id")
-        seen.add(key)
-
-    return check
+        self.seen.add(key)
+        if not record.ok:
+            return
+        if self.config is not None:
+            KnownBuilds.check_question(where, self.build, self.config, record.question_id, record.category)
+        source = record.engine_stats.source if record.engine_stats is not None else ""
+        if self.metadata is not None and source and source.split(".", 1)[0] != self.metadata.engine:
+            raise BundleRejected(f"{shown(record.record_key)}: its engine statistics come from {shown(source)}, "
+                                 f"not from {self.metadata.engine!r} as claimed", rule="claim.engine_source",
+                                 where=where, field="engine_stats.source")
 
 
 def _check_run(data: RunFolder, metadata: SubmissionMetadata, known_builds: KnownBuilds) -> None:
-    if data.manifest.engine.lower() != metadata.engine:
-        raise BundleRejected(f"run was measured with engine {shown(data.manifest.engine)} "
-                             f"but metadata.engine says {metadata.engine!r}", rule="run.engine",
-                             where=f"{data.path}/manifest.json", field="engine")
-    build = known_builds.check_run(data.path, data.manifest.dataset_config_sha256, data.dataset_config,
-                                   ((r.question_id, r.category) for r in data.records))
-    expected = len(build.configs[data.dataset_config].questions)
-    _check_engine_source(data, metadata.engine)
-    checks = [check_coverage(data.measured, expected),
+    """The checks of step 4 that need a whole run (its manifest and records were checked as they streamed in)."""
+    _, config = known_builds.config_of(data.path, data.manifest.dataset_config_sha256, data.dataset_config)
+    checks = [check_coverage(data.measured, len(config.questions)),
               check_acceptance_plausible(data.records, metadata.draft_length) if data.role == "sd" else [],
               check_client_lag(data.records)]
     for violations in checks:
@@ -132,18 +164,6 @@ def _check_run(data: RunFolder, metadata: SubmissionMetadata, known_builds: Know
             first = violations[0]
             raise BundleRejected(f"{shown(first.request)}: {first.detail}", rule=first.rule,
                                  where=f"{data.path}/records.jsonl", field=first.field)
-
-
-def _check_engine_source(run: RunFolder, engine: str) -> None:
-    """``claim.engine_source``: the engine's own statistics name the engine that reported them
-    (``vllm.metrics``, ``sglang.meta_info``, ``trtllm.perf_metrics``, ``llamacpp.timings``); a run
-    whose records carry another engine's statistics was not measured on the claimed one."""
-    for record in run.records:
-        source = record.engine_stats.source if record.engine_stats is not None else ""
-        if source and source.split(".", 1)[0] != engine:
-            raise BundleRejected(f"{shown(record.record_key)}: its engine statistics come from {shown(source)}, "
-                                 f"not from {engine!r} as claimed", rule="claim.engine_source",
-                                 where=f"{run.path}/records.jsonl", field="engine_stats.source")
 
 
 def _check_distinct_runs(runs: list[RunFolder], digests: list) -> None:
@@ -164,7 +184,7 @@ def _check_distinct_runs(runs: list[RunFolder], digests: list) -> None:
 def parse_bundle(data: bytes, known_builds: KnownBuilds, limits: ArchiveLimits | None = None,
                  caps: RunCaps = DEFAULT_CAPS) -> ValidatedBundle:
     """Steps 1-4: a fully checked bundle (no metrics yet), or :class:`BundleRejected`."""
-    metadata, runs, files = _read(data, limits, caps)
+    metadata, runs, files = _read(data, limits, caps, known_builds)
     for run in runs:
         _check_run(run, metadata, known_builds)
     check_isl(runs)

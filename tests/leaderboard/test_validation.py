@@ -250,3 +250,22 @@ def test_missing_pieces(seeded_store, known_builds, valid_bundle):
 def test_read_archive_accepts_zip_and_tar_alike(valid_bundle):
     files = unpack(valid_bundle)
     assert read_archive(as_zip(files)) == read_archive(valid_bundle) == files
+
+
+def test_what_needs_only_the_manifest_or_one_record_is_checked_before_the_rest_is_read(seeded_store, known_builds,
+                                                                                     valid_bundle):
+    """Cheap checks first: a run on an unknown build or another engine is refused at its manifest,
+    and a record that is not a row of the declared config at its own line (naming it), before any
+    later line is parsed: a hostile upload stops there, not after a full parse (the third line
+    here is not even JSON, and was the error reported)."""
+    files = edit_record(unpack(valid_bundle), line=2, raw="{not json")
+    name = first_records_member(files)
+    assert_rejected(seeded_store, known_builds, repack(edit_record(files, line=0, question_id="f" * 32)),
+                    f"{name} line 1", "is not a row of", rule="build.unknown_question", field="question_id")
+    assert_rejected(seeded_store, known_builds, repack(edit_record(files, line=1, category="no-such")),
+                    f"{name} line 2", "declared dataset says", rule="build.category_mismatch", field="category")
+    manifest_name = name.replace("records.jsonl", "manifest.json")
+    for change, rule in (({"dataset_config_sha256": "0" * 64}, "build.unknown"), ({"engine": "sglang"}, "run.engine")):
+        manifest = {**json.loads(files[manifest_name]), **change}
+        assert_rejected(seeded_store, known_builds, repack({**files, manifest_name: json.dumps(manifest).encode()}),
+                        manifest_name, rule=rule)
