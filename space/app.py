@@ -158,7 +158,8 @@ def _compare_tab(store: LeaderboardStore, found, admission: Admission) -> list:
                                    interactive=False, elem_id="compare-diff")
         pareto = gr.LinePlot(x="user_tps", y="output_tps", color="entry", label="Pareto curves",
                              x_title="user tokens/s (median)", y_title="output tokens/s",
-                             tooltip=["entry", "concurrency", "user_tps", "output_tps"], elem_id="pareto")
+                             tooltip=["entry", "concurrency", "user_tps", "output_tps", "client_lagged_pct"],
+                             elem_id="pareto")
 
         def run_compare(ids, isl_value):
             side, diffs, points, note = compare.compare(store, ids, isl_value, admission)

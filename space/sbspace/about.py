@@ -1,5 +1,6 @@
 """Texts shown by the Space: title, introduction, About tab, submission guide, citation."""
 from speedbench import CITATION as PAPER_CITATION
+from speedbench.metrics.client_timing import MAX_CLIENT_LAGGED_SHARE
 
 TITLE = "SPEED-Bench leaderboard"
 
@@ -30,6 +31,11 @@ ABOUT = """
 - **Speedup ISL (best)** and **at concurrency**: the best measured speedup over the entry's
   load points at that input length, and the concurrency it was reached at; every load point is
   in Compare.
+- **Client-lagged % (max)**: the largest share, over the entry's load points, of requests whose
+  token chunks reached a busy client in one read: their decode timing is the client's, not the
+  engine's, so they are left out of that point's step latency, TPOT and user tokens/s (they
+  still count in its tokens and output tokens/s). Floored to 0.1%; each point's share is in the
+  Pareto tooltip. A bundle with more than %MAX_LAGGED% at any load point is refused (`client.lag`).
 - **Trust**: `self-reported` until a maintainer reruns the entry independently and every figure agrees
   (`verified`). **Warnings**: plausibility checks that do not reject (greedy outputs that differ
   from the baseline, an AL above what the method usually reaches, a speedup above the AL ...).
@@ -53,7 +59,8 @@ A submission is a bundle of the run folders written by `speedbench run` plus
 `submission.json` (model, drafter, method, engine, GPU, draft length, temperature). The Space
 checks the bundle against a versioned schema, refuses anything but the run files, holds every
 record to the same consistency rules as the measurement client (K, drafted and accepted tokens,
-chunk sums, times, physical bounds), checks that the dataset hash is a known SPEED-Bench build,
+chunk sums, times, physical bounds), refuses a load point whose requests the client was too busy
+to time (more than %MAX_LAGGED% client-lagged), checks that the dataset hash is a known SPEED-Bench build,
 that every record is a row of it and that each run covers its config, refuses a measurement
 already on the board however it is packed, then recomputes every metric with the
 `speedbench.metrics` core. The submitter's own summary
@@ -74,7 +81,7 @@ speedbench submit runs/qual runs/tp8k --baseline runs/tp8k-ar --space URL \\
 `speedbench submit ... --dry-run` packs and checks the bundle and prints the figures the board
 will show, without submitting. The raw bundle of every entry is kept in the Space's store, so
 the whole board can be recomputed when the metrics change.
-"""
+""".replace("%MAX_LAGGED%", f"{MAX_CLIENT_LAGGED_SHARE:.0%}")
 
 PROMISES = """
 ## What the board promises

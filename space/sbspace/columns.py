@@ -39,6 +39,8 @@ PHASES = [
     Column("al_answer", "AL answer", "number", width=100),
 ]
 TRAILING = [
+    # the largest share of a load point's requests timed by a busy client (left out of its latency figures)
+    Column("client_lagged", "Client-lagged % (max)", "number", width=130),
     Column("trust", "Trust", "str", width=120),
     Column("warnings", "Warnings", "str", width=200),
     Column("lossless", "Lossless (T=0)", "str", width=230),

@@ -8,7 +8,7 @@ from speedbench.leaderboard.schema import BundleRejected
 from speedbench.leaderboard.store import LeaderboardStore
 
 MAX_ENTRIES = 6
-PARETO_COLUMNS = ["entry", "user_tps", "output_tps", "concurrency"]
+PARETO_COLUMNS = ["entry", "user_tps", "output_tps", "concurrency", "client_lagged_pct"]
 DIFF_COLUMNS = ["reference", "entry", "category", "al_reference", "al_entry", "difference", "ci_low", "ci_high",
                 "paired_prompts"]
 

@@ -5,6 +5,7 @@ module maps them to headers. Everything here is pure (no Gradio), so it is teste
 """
 from __future__ import annotations
 
+import math
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -78,12 +79,29 @@ def entry_row(entry: Entry) -> dict:
             row[speedup_key(isl)] = value
             row[f"{speedup_key(isl)}_at"] = _round(speedup.get("concurrency"), 0)
     row["isls"] = [i for i in ISL_ORDER if i in isls]
+    row["client_lagged"] = _worst_client_lag(metrics.get("points"))
     row["submitted"] = _text(entry.submitted_at)[:10]
     row["trust"] = entry.trust
     row["warnings"] = _warnings_cell(entry.warnings)
     row["lossless"] = lossless_cell(metrics.get("losslessness"))
     row.update(phase_cells(metrics.get("phases")))  # per-phase AL, where the bundle named a boundary
     return row
+
+
+def lagged_percent(share) -> float | None:
+    """A client-lagged share as a percentage floored to 0.1 (never rounded up; None when not measured)."""
+    value = _round(share, 9)
+    return None if value is None else math.floor(value * 1000 + 1e-9) / 10
+
+
+def _worst_client_lag(points) -> float | None:
+    """The largest client-lagged share over the entry's load points, as a percentage: the requests
+    whose decode timing was the busy client's, left out of that point's latency figures (the board
+    refuses a bundle above MAX_CLIENT_LAGGED_SHARE at any point, rule ``client.lag``)."""
+    shares = [lagged_percent(p.get("client_lagged_share")) for p in (points if isinstance(points, list) else [])
+              if isinstance(p, dict)]
+    shares = [s for s in shares if s is not None]
+    return max(shares) if shares else None
 
 
 def error_row(entry_id: str, problem: str) -> dict:
@@ -179,7 +197,9 @@ def pareto_points(entries: Iterable[Entry], isl: str | None = None) -> list[dict
         frontier = set(pareto_frontier([p["user_tps_p50"] for p in points], [p["output_tps"] for p in points]).tolist())
         for i, p in enumerate(points):
             out.append({"entry": f"{entry.id} ({p['isl']})", "user_tps": p["user_tps_p50"],
-                        "output_tps": p["output_tps"], "concurrency": p["concurrency"], "on_frontier": i in frontier})
+                        "output_tps": p["output_tps"], "concurrency": p["concurrency"],
+                        "client_lagged_pct": lagged_percent(p.get("client_lagged_share")),
+                        "on_frontier": i in frontier})
     return sorted(out, key=lambda p: (p["entry"], p["concurrency"] or 0))
 
 

@@ -3,6 +3,8 @@ is accepted while their share stays at or below MAX_CLIENT_LAGGED_SHARE (they le
 figures, and the entry shows their share), refused by rule client.lag above it."""
 from __future__ import annotations
 
+from speedbench.leaderboard import board
+from speedbench.leaderboard.store import LeaderboardStore
 from speedbench.leaderboard.validate import submit_bundle
 from speedbench.metrics.client_timing import MAX_CLIENT_LAGGED_SHARE
 
@@ -30,6 +32,11 @@ def test_one_lagged_request_is_accepted_and_its_share_shown(seeded_store, known_
     entry = submit_bundle(data, seeded_store, known_builds)
     shares = [p["client_lagged_share"] for p in entry.metrics["points"] if p["run"].endswith("qual")]
     assert max(shares) == 1 / total  # shown on the entry; before, rule bounds.user_tps refused the bundle
+    # and on the board: the largest share over its points, as a percentage floored to 0.1 (1 of 55: 1.8%)
+    assert total == 55 and board.entry_row(entry)["client_lagged"] == 1.8
+    other = LeaderboardStore(seeded_store.path.with_name("clean.sqlite3"))
+    assert board.entry_row(submit_bundle(valid_bundle, other, known_builds))["client_lagged"] == 0.0
+    other.close()
 
 
 def test_above_the_share_the_bundle_is_refused(seeded_store, known_builds, valid_bundle, bundles):

@@ -82,6 +82,7 @@ def test_board_frame_headers_types_and_filtering(seeded_store, space_modules):
                                         "Temp.", "Mean AL", "AL (req.)"]
     assert len(widths) == len(frame.columns)
     assert {"Speedup 1k (best)", "at concurrency (1k)", "Trust", "Warnings", "coding"} <= set(frame.columns)
+    assert list(frame["Client-lagged % (max)"]) == [0.0, 0.0, 0.0]  # issue 20: the board shows the share
     assert set(frame["Trust"]) == {"self-reported"}
     assert len(datatypes) == len(frame.columns)
     assert datatypes[frame.columns.get_loc("Model")] == "str"  # text is never rendered as HTML/Markdown
@@ -143,3 +144,13 @@ def test_submission_message_is_plain_text(space_modules):
     # shown in a Textbox as plain text: the message is neither escaped nor rendered
     text = SubmissionResult(False, None, "member '![x](http://127.0.0.1:9/x.png)' bad").text()
     assert text == "Rejected: member '![x](http://127.0.0.1:9/x.png)' bad"
+
+
+def test_the_about_tab_documents_the_client_lag_share(space_modules):
+    from sbspace import about
+
+    from speedbench.metrics.client_timing import MAX_CLIENT_LAGGED_SHARE
+
+    assert MAX_CLIENT_LAGGED_SHARE == 0.25
+    assert "**Client-lagged % (max)**" in about.ABOUT and "more than 25% at any load point" in about.ABOUT
+    assert "`client.lag`" in about.ABOUT and "%MAX_LAGGED%" not in about.ABOUT
