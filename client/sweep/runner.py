@@ -28,7 +28,7 @@ from speedbench.client.sweep.server import (
     write_json,
 )
 from speedbench.client.sweep.state import SweepState
-from speedbench.client.sweep.units import Unit, check_units, plan_units, unit_sha256
+from speedbench.client.sweep.units import Unit, check_units, plan_units, unit_inputs, unit_sha256
 
 SERVERS_DIR = "servers"
 ENGINE_NAME = "engine.json"  # read by speedbench.report (speculation, K, label)
@@ -47,9 +47,11 @@ class SweepOutcome:
         return not self.failed
 
 
-def preflight(plan: Plan, units: list[Unit]) -> None:
-    """What can be checked before any server starts: run options, datasets, tokenizer."""
+def preflight(plan: Plan, units: list[Unit], out: Path) -> None:
+    """What can be checked before any server starts: run options, datasets, tokenizer, and that
+    the run folders already in ``out`` were measured as the plan says (``resume.check_resume``)."""
     from speedbench.client.data.workload import WorkloadError, config_files, resolve_dataset
+    from speedbench.client.sweep.resume import check_resume
 
     check_units(plan, units)
     if not (Path(plan.tokenizer) / "tokenizer.json").is_file():
@@ -63,6 +65,7 @@ def preflight(plan: Plan, units: list[Unit]) -> None:
         except (WorkloadError, ValueError, OSError) as error:
             raise PlanError(f"{plan.path}: workload {workload.name!r}: dataset {workload.dataset!r}, config "
                             f"{workload.config!r}: {error}") from None
+    check_resume(plan, units, out)
 
 
 def reap_leftovers(state: SweepState, log: Callable[[str], None]) -> None:
@@ -95,7 +98,7 @@ class SweepRunner:
         self.outcome = SweepOutcome(out=self.out, units=self.units)
 
     def run(self) -> SweepOutcome:
-        preflight(self.plan, self.units)
+        preflight(self.plan, self.units, self.out)
         self.out.mkdir(parents=True, exist_ok=True)
         state = SweepState(self.out)
         reap_leftovers(state, self.log)
@@ -188,6 +191,7 @@ class SweepRunner:
         options.progress = self.show_progress
         unit.run_dir.mkdir(parents=True, exist_ok=True)
         write_engine_json(unit, info)
+        state.add("unit_started", unit=unit.unit_id, inputs=unit_inputs(self.plan, unit))
         offset = records_size(unit.run_dir)
         points = [p[0] for p in options.points()]
         counted = self.progress.counted()

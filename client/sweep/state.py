@@ -4,7 +4,9 @@ One JSON line per event (a unit finished, a server started, failed, died or was 
 appended with one ``write`` and flushed, so a sweep killed at any moment leaves complete lines
 (a torn last line is ignored). A unit counts as finished when its ``unit_done`` event carries
 the same inputs as the plan now gives it (``units.unit_sha256``) and its ``results.json`` exists: finished units
-are never rerun and their variant's server is not even started.
+are never rerun and their variant's server is not even started. ``unit_started`` carries
+the inputs themselves, so that a changed plan is compared with what a run folder was measured
+with (``resume.check_resume``).
 """
 from __future__ import annotations
 
@@ -43,6 +45,14 @@ class SweepState:
         return (run_dir / "results.json").exists() and any(
             e["event"] == "unit_done" and e.get("unit") == unit_id and e.get("inputs_sha256") == inputs_sha256
             for e in self.events)
+
+    def recorded_inputs(self, unit_id: str) -> dict[str, Any] | None:
+        """The inputs (``units.unit_inputs``) the unit was last run with; None when it never ran
+        (or ran under a sweep that did not record them)."""
+        for e in reversed(self.events):
+            if e.get("unit") == unit_id and e["event"] in ("unit_started", "unit_done") and "inputs" in e:
+                return e["inputs"]
+        return None
 
     def unfinished_servers(self) -> list[dict[str, Any]]:
         """Servers a previous invocation started and never recorded as stopped and gone."""

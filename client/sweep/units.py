@@ -60,14 +60,26 @@ def plan_units(plan: Plan, out: Path) -> list[Unit]:
     return units
 
 
-def unit_sha256(plan: Plan, unit: Unit) -> str:
+def server_identity(variant: Variant) -> dict[str, Any]:
+    """The variant's server as the plan writes it: command (``{k}`` filled, ``{port}`` not: the
+    port a server gets is not what is measured) or URL, its extra environment and folder."""
+    return {"command": variant.command, "url": variant.url, "env": dict(variant.env), "cwd": variant.cwd}
+
+
+def unit_inputs(plan: Plan, unit: Unit) -> dict[str, Any]:
     """What makes two invocations of a unit the same measurement, from the plan: the run options
-    as written, the dataset, config and tokenizer, the engine and K (not the URL or the folder).
-    Taken from the plan rather than from ``RunOptions`` so that a newer speedbench, whose options
-    gained a field, still recognises the runs an older one finished."""
+    as written, the dataset, config and tokenizer, the engine, K and the server (not the URL a
+    started server gets, nor the folder). Taken from the plan rather than from ``RunOptions`` so
+    that a newer speedbench, whose options gained a field, still recognises the runs an older one
+    finished. JSON values (recorded in the sweep's state as they are)."""
     data = {"run": unit.values(plan), "dataset": unit.workload.dataset, "config": unit.workload.config,
-            "tokenizer": plan.tokenizer, "engine": unit.variant.engine, "k": unit.variant.k}
-    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+            "tokenizer": plan.tokenizer, "engine": unit.variant.engine, "k": unit.variant.k,
+            "server": server_identity(unit.variant)}
+    return json.loads(json.dumps(data, sort_keys=True, default=str))
+
+
+def unit_sha256(plan: Plan, unit: Unit) -> str:
+    return hashlib.sha256(json.dumps(unit_inputs(plan, unit), sort_keys=True).encode()).hexdigest()
 
 
 def check_units(plan: Plan, units: list[Unit]) -> None:

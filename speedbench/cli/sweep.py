@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         plan = load_plan(args.plan)
         if args.check:
             units = plan_units(plan, args.out)
-            preflight(plan, units)
+            preflight(plan, units, args.out)
             _print_check(plan, units)
             return 0
     except PlanError as error:
