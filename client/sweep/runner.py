@@ -52,10 +52,13 @@ def preflight(plan: Plan, units: list[Unit], out: Path) -> None:
     the run folders already in ``out`` were measured as the plan says (``resume.check_resume``)."""
     from speedbench.client.data.workload import WorkloadError, config_files, resolve_dataset
     from speedbench.client.sweep.resume import check_resume
+    from speedbench.tokenization.target import TokenizerError, load_tokenizer
 
     check_units(plan, units)
-    if not (Path(plan.tokenizer) / "tokenizer.json").is_file():
-        raise PlanError(f"{plan.path}: tokenizer: no tokenizer.json in {plan.tokenizer!r}")
+    try:  # as `speedbench run --tokenizer` takes it: a folder, or a Hub model id in the local cache
+        load_tokenizer(plan.tokenizer, online=any(u.values(plan).get("online") for u in units))
+    except (TokenizerError, OSError, ValueError) as error:
+        raise PlanError(f"{plan.path}: tokenizer: {error}") from None
     for workload in plan.workloads:
         online = bool(plan.run.get("online") or workload.run.get("online"))
         try:
