@@ -40,7 +40,7 @@ TABLES = [
     ("Variants", "variants", ["variant", "engine", "method", "draft_length", "baseline", "gpus", "runs",
                               "planned_runs", "server"]),
     ("Best draft length per batch size (0 = no speculation)", "best_draft_length",
-     ["workload", "method", "baseline", "concurrency", "best_draft_length", "best_median_output_tps", "best_mad",
+     ["workload", "variants", "baseline", "concurrency", "best_draft_length", "best_median_output_tps", "best_mad",
       "repeats", "runner_up_draft_length", "runner_up_median_output_tps", "runner_up_mad", "note"]),
     ("Speedup over the declared baseline (median over repeats)", "speedup_medians",
      ["workload", "variant", "baseline", "concurrency", "repeats", "measured_speedup_median",
@@ -131,7 +131,7 @@ def html(views: dict, title: str, failures: dict[str, str], figures: list[Path],
 def summary_lines(views: dict, failures: dict[str, str]) -> list[str]:
     lines = []
     for row in views["best_draft_length"]:
-        lines.append(f"best K at concurrency {row['concurrency']} ({row['workload']}, {row['method']}): "
+        lines.append(f"best K at concurrency {row['concurrency']} ({row['workload']}, {row['variants']}): "
                      f"K={row['best_draft_length']} ({row['best_median_output_tps']:.1f} tokens/s median over "
                      f"{row['repeats']} repeats); {row['note']}")
     for row in views["speedup_medians"]:

@@ -90,18 +90,37 @@ def speedup_medians(pairs: list[dict]) -> list[dict]:
             for (w, v, b, c), rows in sorted(groups.items(), key=lambda item: (item[0][0], item[0][1], item[0][3]))]
 
 
+def draft_families(plan: Plan) -> list[list]:
+    """The speculative variants whose draft lengths compete: one method and drafter against one
+    baseline (in plan order). When two of them share a K (one drafter under two server
+    configurations), the variants of each ``[[variant]]`` table compete apart instead, so that no
+    run stands in for another's."""
+    families: dict[tuple, list] = defaultdict(list)
+    for v in plan.variants:
+        if v.speculative and v.baseline:
+            families[(v.method, v.drafter, v.baseline)].append(v)
+    split: list[list] = []
+    for members in families.values():
+        if len({m.k for m in members}) == len(members):
+            split.append(members)
+        else:
+            tables: dict[int, list] = defaultdict(list)
+            for m in members:
+                tables[m.source_index].append(m)
+            split += tables.values()
+    return split
+
+
 def best_draft_rows(plan: Plan, points: list[dict]) -> list[dict]:
-    """Per workload, SD method + baseline, and concurrency: the K with the highest median output TPS."""
+    """Per workload, draft family (``draft_families``) and concurrency: the K with the highest
+    median output TPS, the baseline competing as K = 0."""
     tps: dict[tuple, list[float]] = defaultdict(list)
     for row in points:
         if row.get("requested_concurrency") and row.get("output_tps"):
             tps[(row["workload"], row["variant"], row["requested_concurrency"])].append(row["output_tps"])
-    families: dict[tuple, list] = defaultdict(list)
-    for v in plan.variants:
-        if v.speculative and v.baseline:
-            families[(v.method, v.baseline)].append(v)
     rows = []
-    for (method, baseline), members in sorted(families.items()):
+    for members in draft_families(plan):
+        method, drafter, baseline = members[0].method, members[0].drafter, members[0].baseline
         for workload in plan.workloads:
             levels = sorted({c for (w, name, c) in tps if w == workload.name
                              and name in {m.name for m in members} | {baseline}})
@@ -112,7 +131,8 @@ def best_draft_rows(plan: Plan, points: list[dict]) -> list[dict]:
                     continue
                 choice = choose(values)
                 rows.append({
-                    "workload": workload.name, "method": method, "baseline": baseline, "concurrency": level,
+                    "workload": workload.name, "method": method, "drafter": drafter,
+                    "variants": ", ".join(m.name for m in members), "baseline": baseline, "concurrency": level,
                     "best_draft_length": choice.best_k, "best_median_output_tps": choice.best.median,
                     "best_mad": choice.best.mad, "repeats": len(choice.best.values),
                     "runner_up_draft_length": choice.runner_up.k if choice.runner_up else None,

@@ -90,3 +90,54 @@ def test_declared_pairs_random_vs_real_and_pareto(tmp_path):
     pareto = {(p["workload"], p["load"]): p for p in pareto_points(plan, points)}
     # two GPUs: 110 / 2 per GPU; per-user speed median(20, 30) = 25
     assert (pareto[("throughput_8k", 4)]["output_tps_per_gpu"], pareto[("throughput_8k", 4)]["user_tps"]) == (55.0, 25.0)
+
+
+def test_two_drafters_of_one_method_are_two_families(tmp_path):
+    """EAGLE3 heads from two sources at K = 2 and 4 against one baseline: each head's best K from its
+    own runs (one family per method keyed K -> runs kept only the second head's K = 2 and K = 4)."""
+    text = textwrap.dedent("""\
+        tokenizer = "tok"
+        dataset = "ds"
+        [[workload]]
+        config = "throughput_8k"
+        [[variant]]
+        name = "head-a-k{k}"
+        engine = "vllm"
+        method = "eagle3"
+        drafter = "org/head-a"
+        k = [2, 4]
+        baseline = "ar"
+        command = "python3 -c pass {port}"
+        [[variant]]
+        name = "head-b-k{k}"
+        engine = "vllm"
+        method = "eagle3"
+        drafter = "org/head-b"
+        k = [2, 4]
+        baseline = "ar"
+        command = "python3 -c pass {port}"
+        [[variant]]
+        name = "same-head-other-flags-k{k}"
+        engine = "vllm"
+        method = "eagle3"
+        drafter = "org/head-b"
+        k = [2]
+        baseline = "ar"
+        command = "python3 -c pass {port} --enforce-eager"
+        [[variant]]
+        name = "ar"
+        engine = "vllm"
+        command = "python3 -c pass {port}"
+        """)
+    path = tmp_path / "plan.toml"
+    path.write_text(text)
+    plan = load_plan(path)
+    tps = {"head-a-k2": 150.0, "head-a-k4": 120.0, "head-b-k2": 90.0, "head-b-k4": 140.0,
+           "same-head-other-flags-k2": 200.0, "ar": 100.0}
+    points = [_row(name, "throughput_8k", 1, "throughput_8k", 8, value) for name, value in tps.items()]
+    rows = [(r["drafter"], r["variants"], r["best_draft_length"], r["best_median_output_tps"])
+            for r in best_draft_rows(plan, points)]
+    # head-b's K = 2 is there twice (two server configurations): their [[variant]] tables are compared apart
+    assert rows == [("org/head-a", "head-a-k2, head-a-k4", 2, 150.0),
+                    ("org/head-b", "head-b-k2, head-b-k4", 4, 140.0),
+                    ("org/head-b", "same-head-other-flags-k2", 2, 200.0)]
