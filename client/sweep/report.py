@@ -93,7 +93,8 @@ def pareto_figures(views: dict, out: Path) -> list[Path]:
 
     paths = []
     for workload in sorted({p["workload"] for p in views["pareto"]}):
-        rows = [p for p in views["pareto"] if p["workload"] == workload and p["user_tps"]]
+        rows = [p for p in views["pareto"] if p["workload"] == workload and p["user_tps"]
+                and p["output_tps_per_gpu"] is not None]
         if not rows:
             continue
         figure, axes = plt.subplots(figsize=(6.4, 4.4))

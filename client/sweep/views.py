@@ -180,7 +180,10 @@ def pareto_points(plan: Plan, points: list[dict]) -> list[dict]:
     for row in points:
         level = row.get("requested_concurrency") or row.get("request_rate")
         grouped[(row["workload"], row["dataset_config"], row["variant"], level)].append(row)
-    return [{"workload": w, "dataset_config": config, "variant": v, "speculative": speculative[v], "load": level,
-             "output_tps_per_gpu": (_median([r["output_tps"] for r in rows]) or 0) / gpus[v],
-             "user_tps": _median([r["user_tps_mean"] for r in rows]), "repeats": len(rows)}
-            for (w, config, v, level), rows in sorted(grouped.items(), key=lambda i: (i[0][0], i[0][2], i[0][3] or 0))]
+    out = []
+    for (w, config, v, level), rows in sorted(grouped.items(), key=lambda i: (i[0][0], i[0][2], i[0][3] or 0)):
+        output_tps = _median([r["output_tps"] for r in rows])  # None: not measured, never written as 0
+        out.append({"workload": w, "dataset_config": config, "variant": v, "speculative": speculative[v],
+                    "load": level, "output_tps_per_gpu": None if output_tps is None else output_tps / gpus[v],
+                    "user_tps": _median([r["user_tps_mean"] for r in rows]), "repeats": len(rows)})
+    return out

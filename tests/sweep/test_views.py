@@ -90,6 +90,9 @@ def test_declared_pairs_random_vs_real_and_pareto(tmp_path):
     pareto = {(p["workload"], p["load"]): p for p in pareto_points(plan, points)}
     # two GPUs: 110 / 2 per GPU; per-user speed median(20, 30) = 25
     assert (pareto[("throughput_8k", 4)]["output_tps_per_gpu"], pareto[("throughput_8k", 4)]["user_tps"]) == (55.0, 25.0)
+    # a point whose throughput the report could not measure has none here either (was 0.0)
+    unmeasured = pareto_points(plan, [_row("ar", "throughput_8k", 1, "throughput_8k", 16, None, None)])
+    assert [(p["load"], p["output_tps_per_gpu"], p["user_tps"]) for p in unmeasured] == [(16, None, None)]
 
 
 def test_two_drafters_of_one_method_are_two_families(tmp_path):
