@@ -38,7 +38,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from speedbench import settings
-from speedbench.leaderboard.archive import MiB, ArchiveLimits
+from speedbench.leaderboard.archive import MiB, ArchiveLimits, check_zip_directory
 from speedbench.leaderboard.schema import BundleRejected
 
 # measured (bench/leaderboard_load.py): a realistic 440 MiB bundle peaked 3.6x its unpacked size above
@@ -87,9 +87,10 @@ def declared_unpacked(source: bytes | Path) -> int:
             return int.from_bytes(handle.read(4), "little")  # ISIZE: checked against the real size while inflating
         if head[:2] == b"PK":
             try:
+                check_zip_directory(handle, ArchiveLimits())  # refused in its slot at once, before any parse
                 with zipfile.ZipFile(handle) as archive:
                     return sum(max(0, i.file_size) for i in archive.infolist())
-            except (zipfile.BadZipFile, OSError, ValueError, EOFError):
+            except (BundleRejected, zipfile.BadZipFile, OSError, ValueError, EOFError):
                 return 0
     return 0
 

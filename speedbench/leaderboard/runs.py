@@ -4,7 +4,7 @@ The board reads a bundle's run with :func:`speedbench.run_folder.read_run_folder
 client's results and the report use, into the same :class:`~speedbench.run_folder.RunFolder`; what
 differs is how strictly the bytes are held (:class:`BundleRules`). A run folder holds exactly the
 files ``speedbench run`` writes and the board reads (``RUN_FILES``; anything else is refused).
-``records.jsonl`` is parsed one line at a time (:func:`~speedbench.leaderboard.archive.iter_jsonl`);
+``records.jsonl`` is parsed one line at a time (:func:`~speedbench.leaderboard.strict_json.iter_jsonl`);
 each line is type-checked, turned into a :class:`~speedbench.records.TurnRecord` and held to the
 record rules of :mod:`speedbench.consistency` (the client's own checks) before the next line is
 read. Chunk lists are then kept as compact ``array('q')`` (8 bytes a value instead of a Python int
@@ -20,8 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from speedbench.consistency import DEFAULT_BOUNDS, PhysicalBounds, check_record
-from speedbench.leaderboard.archive import ArchiveLimits, iter_jsonl, loads_strict
+from speedbench.leaderboard.archive import ArchiveLimits
 from speedbench.leaderboard.schema import RUN_FILES, BundleRejected, shown
+from speedbench.leaderboard.strict_json import iter_jsonl, loads_strict
 from speedbench.metrics.draft_length import server_draft_nodes
 from speedbench.records import RECORDS_NAME, RunManifest, TurnRecord
 from speedbench.run_folder import ReadRules, RunFolder, read_run_folder

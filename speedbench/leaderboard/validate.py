@@ -34,7 +34,7 @@ from speedbench.consistency import check_acceptance_plausible, check_client_lag,
 from speedbench.leaderboard import canonical, plausibility
 from speedbench.leaderboard.isl import check_isl
 from speedbench.leaderboard.names import KNOWN_IDS, check_name
-from speedbench.leaderboard.archive import ArchiveLimits, check_member_name, content_hash, loads_strict, read_archive
+from speedbench.leaderboard.archive import ArchiveLimits, check_member_name, content_hash, read_archive
 from speedbench.leaderboard.known_builds import KnownBuilds
 from speedbench.leaderboard.lossless import bundle_losslessness, losslessness_warnings
 from speedbench.leaderboard.phases import bundle_phases
@@ -48,6 +48,7 @@ from speedbench.leaderboard.schema import (
     parse_submission,
     shown,
 )
+from speedbench.leaderboard.strict_json import loads_strict
 from speedbench.leaderboard.store import Entry, LeaderboardStore
 from speedbench.metrics.results import to_jsonable
 from speedbench.metrics.validation import MetricInputError

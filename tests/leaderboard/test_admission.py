@@ -157,3 +157,24 @@ def _answer(data, store, known_builds, admission) -> str:
         return f"accepted: {submit(data, store, known_builds, ArchiveLimits(), admission).id}"
     except BundleRejected as exc:
         return f"rejected {exc.rule}: {exc}"
+
+
+def test_a_zip_listing_more_members_than_allowed_is_refused_before_its_directory_is_parsed(
+        tmp_path, seeded_store, known_builds, monkeypatch):
+    """A zip's central directory is parsed into one object per member (a 64 MiB upload lists about
+    640,000: 5 CPU seconds and 340 MiB, before the admission's slot and its budgets); the end
+    record says how many there are and how large the directory is, so too many are refused first."""
+    import zipfile
+
+    path = tmp_path / "many.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        for i in range(1000):
+            archive.writestr(f"m{i}.json", b"")
+
+    def parsed(self):
+        raise AssertionError("the central directory was parsed")
+
+    monkeypatch.setattr(zipfile.ZipFile, "_RealGetContents", parsed)
+    with pytest.raises(BundleRejected) as caught:
+        submit(path, seeded_store, known_builds, ArchiveLimits(), Admission())
+    assert caught.value.rule == "archive.members" and "more than 256 members" in str(caught.value)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from speedbench.leaderboard.archive import loads_strict
+from speedbench.leaderboard.strict_json import loads_strict
 from speedbench.leaderboard.schema import BundleRejected, parse_submission
 from speedbench.leaderboard.validate import compute_entry_metrics, parse_bundle
 

@@ -22,7 +22,8 @@ MEMBER_BYTES = 120 * MiB  # near the cap set below (128 MiB unpacked)
 
 SCRIPT = r"""
 import json, sys
-from speedbench.leaderboard.archive import ArchiveLimits, iter_jsonl, read_archive
+from speedbench.leaderboard.archive import ArchiveLimits, read_archive
+from speedbench.leaderboard.strict_json import iter_jsonl
 
 def peak_kib():  # VmHWM: this process's own peak (ru_maxrss would carry the parent's across exec)
     return int(open("/proc/self/status").read().split("VmHWM:")[1].split()[0])
