@@ -35,6 +35,8 @@ class SweepFiles:
     summary: list[str] = field(default_factory=list)
 
 
+POSITIONS = "AR_*"  # in a column list: one column per draft position present in the rows
+
 # (title, key in the views, columns) -- defined once for Markdown and HTML
 TABLES = [
     ("Variants", "variants", ["variant", "engine", "method", "draft_length", "baseline", "gpus", "runs",
@@ -56,11 +58,16 @@ TABLES = [
     ("Acceptance length per category", "acceptance",
      ["variant", "workload", "repeat", "point", "category", "acceptance_length", "acceptance_length_ci_low",
       "acceptance_length_ci_high", "num_requests"]),
-    ("Conditional acceptance per draft position", "position_rates",
-     ["variant", "workload", "repeat", "point", "position", "conditional_acceptance_rate", "source"]),
+    ("Conditional acceptance per draft position and category (AR_i: at position i)", "position_rates",
+     ["variant", "workload", "repeat", "point", "category", "source", POSITIONS]),
     ("Pareto points (medians over repeats)", "pareto",
      ["workload", "variant", "load", "output_tps_per_gpu", "user_tps", "repeats"]),
 ]
+
+
+def _columns(columns: list[str], rows: list[dict]) -> list[str]:
+    positions = sorted({int(k[3:]) for r in rows for k in r if k.startswith("AR_")})
+    return [name for c in columns for name in ([f"AR_{i}" for i in positions] if c == POSITIONS else [c])]
 
 
 def _cell(value: Any) -> str:
@@ -79,6 +86,7 @@ def markdown(views: dict, title: str, failures: dict[str, str], figures: list[Pa
         rows = views.get(key) or []
         if not rows:
             continue
+        columns = _columns(columns, rows)
         lines += [f"## {heading}", "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
         lines += ["| " + " | ".join(_cell(r.get(c)) for c in columns) + " |" for r in rows] + [""]
     lines += [f"![{p.stem}]({FIGURES_DIR}/{p.name})" for p in figures]
@@ -123,7 +131,8 @@ def html(views: dict, title: str, failures: dict[str, str], figures: list[Path],
 
     env = Environment(loader=PackageLoader("speedbench.client.sweep", "templates"), autoescape=select_autoescape())
     env.filters["cell"] = _cell
-    tables = [(heading, columns, views.get(key) or []) for heading, key, columns in TABLES]
+    tables = [(heading, _columns(columns, views.get(key) or []), views.get(key) or [])
+              for heading, key, columns in TABLES]
     images = [(p.stem, base64.b64encode(p.read_bytes()).decode()) for p in figures]
     return env.get_template("sweep.html.jinja").render(title=title, failures=failures, tables=tables,
                                                         images=images, provenance=provenance)

@@ -43,8 +43,7 @@ def sweep_views(plan: Plan, units: list[Unit], data) -> dict[str, Any]:
     return {
         "variants": variant_rows(plan, units, data),
         "acceptance": [_tag(r, by_run[r["run"]]) for r in data.acceptance if r["run"] in by_run],
-        "position_rates": [_tag(r, by_run[r["run"]]) for r in data.position_rates
-                           if r["run"] in by_run and r["category"] == "all"],
+        "position_rates": position_rate_rows(data.position_rates, by_run),
         "speedup": declared_pairs(data.speedup, by_run),
         # measured and Appendix-G speedup per category (speedbench.report.category_speedup)
         "speedup_by_category": declared_pairs(data.speedup_by_category, by_run),
@@ -52,6 +51,21 @@ def sweep_views(plan: Plan, units: list[Unit], data) -> dict[str, Any]:
         "random_vs_real": random_vs_real(points),
         "pareto": pareto_points(plan, points),
     }
+
+
+def position_rate_rows(report_rows: list[dict], by_run: dict[str, Unit]) -> list[dict]:
+    """The report's conditional acceptance per draft position, one row per run, point, category
+    and source with ``AR_<i>`` for position i (a category whose steps never reached position i
+    has no rate there)."""
+    rows: dict[tuple, dict] = {}
+    for r in report_rows:
+        if r["run"] not in by_run:
+            continue
+        key = (r["run"], r["point"], r["category"], r["source"])
+        row = rows.setdefault(key, _tag({"run": r["run"], "point": r["point"], "category": r["category"],
+                                         "source": r["source"]}, by_run[r["run"]]))
+        row[f"AR_{r['position']}"] = r["conditional_acceptance_rate"]
+    return list(rows.values())
 
 
 def variant_rows(plan: Plan, units: list[Unit], data) -> list[dict]:

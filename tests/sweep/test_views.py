@@ -144,3 +144,20 @@ def test_two_drafters_of_one_method_are_two_families(tmp_path):
     assert rows == [("org/head-a", "head-a-k2, head-a-k4", 2, 150.0),
                     ("org/head-b", "head-b-k2, head-b-k4", 4, 140.0),
                     ("org/head-b", "same-head-other-flags-k2", 2, 200.0)]
+
+
+def test_position_rates_per_category_one_row_each(tmp_path):
+    """The report's per-position rates of every category (not only "all"), one row per variant,
+    point and category with a column per position."""
+    from speedbench.client.sweep.views import position_rate_rows
+
+    plan = _plan(tmp_path)
+    by_run = {u.unit_id: u for u in plan_units(plan, tmp_path)}
+    report_rows = [{"run": "eagle-k2.throughput_8k.r1", "point": "c8", "category": category, "position": position,
+                    "conditional_acceptance_rate": rate, "source": "engine"}
+                   for category, rates in (("all", (0.8, 0.5)), ("low_entropy", (0.9, 0.6)), ("mixed", (0.7, None)))
+                   for position, rate in zip((1, 2), rates) if rate is not None]
+    rows = position_rate_rows(report_rows, by_run)
+    assert [(r["variant"], r["repeat"], r["point"], r["category"], r.get("AR_1"), r.get("AR_2")) for r in rows] == [
+        ("eagle-k2", 1, "c8", "all", 0.8, 0.5), ("eagle-k2", 1, "c8", "low_entropy", 0.9, 0.6),
+        ("eagle-k2", 1, "c8", "mixed", 0.7, None)]
