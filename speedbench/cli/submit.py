@@ -1,7 +1,6 @@
 """``speedbench submit``: pack RUN_DIRs into a bundle and submit it to the leaderboard Space."""
 from __future__ import annotations
 
-import json
 import sys
 import tempfile
 from pathlib import Path
@@ -53,15 +52,19 @@ def register(subparsers) -> None:
 
 
 def _metadata(args) -> dict:
+    """The submission metadata: the flags, else what the first run's manifest says (read by the one
+    run-folder reader: a manifest it cannot read is a RunFolderError naming the file)."""
+    from speedbench.run_folder import read_run_manifest
+
     manifest_path = args.run_dirs[0] / MANIFEST_NAME
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.is_file() else {}
-    options = manifest.get("options") or {}
-    sampling = options.get("sampling") or {}
+    manifest = read_run_manifest(args.run_dirs[0]) if manifest_path.is_file() else None
+    options = (manifest.options if manifest is not None and isinstance(manifest.options, dict) else None) or {}
+    sampling = options.get("sampling") if isinstance(options.get("sampling"), dict) else {}
     values = {
-        "model": args.model or manifest.get("model_id"),
+        "model": args.model or (manifest.model_id if manifest else None),
         "drafter": args.drafter, "sd_method": args.sd_method,
-        "engine": args.engine or manifest.get("engine"),
-        "engine_version": args.engine_version or manifest.get("engine_version"),
+        "engine": args.engine or (manifest.engine if manifest else None),
+        "engine_version": args.engine_version or (manifest.engine_version if manifest else None),
         "gpu": args.gpu,
         "draft_length": args.draft_length if args.draft_length is not None else _run_draft_length(args.run_dirs[0]),
         "temperature": args.temperature if args.temperature is not None
@@ -108,19 +111,11 @@ def _run_draft_length(run_dir: Path) -> int | None:
 def _dry_run(bundle: bytes) -> int:
     from speedbench.leaderboard.known_builds import KnownBuilds
     from speedbench.leaderboard.schema import BundleRejected
-    from speedbench.leaderboard.validate import compute_entry_metrics, parse_bundle, read_runs
+    from speedbench.leaderboard.validate import check_names, compute_entry_metrics, parse_bundle
 
-    try:
-        builds = KnownBuilds.load()
-        if len(builds):
-            bundle_ok = parse_bundle(bundle, builds)
-        else:  # no descriptors here: check everything but the dataset build
-            metadata, runs, _ = read_runs(bundle)
-            from speedbench.leaderboard.validate import ValidatedBundle
-
-            bundle_ok = ValidatedBundle(metadata=metadata, runs=runs, files={}, bundle_sha256="", archive_sha256="")
-            print("note: no known dataset builds configured (SPEEDBENCH_KNOWN_BUILDS); dataset hash not checked",
-                  file=sys.stderr)
+    try:  # the Space's checks, but the names are compared with the packaged known ids only
+        bundle_ok = parse_bundle(bundle, KnownBuilds.load())
+        check_names(bundle_ok.metadata, None)
         metrics = compute_entry_metrics(bundle_ok)
     except BundleRejected as exc:
         print(f"rejected: {exc}", file=sys.stderr)
@@ -196,8 +191,9 @@ def submit_to_space(bundle: bytes, space: str) -> dict:
 
 
 def run(args) -> int:
-    from speedbench.leaderboard.pack import pack_bundle
     from speedbench.client.sweep.bundles import sweep_bundles
+    from speedbench.leaderboard.pack import pack_bundle
+    from speedbench.run_folder import RunFolderError
 
     if not args.space and not args.out and not args.dry_run:
         print("speedbench submit: give --space URL, --out FILE or --dry-run", file=sys.stderr)
@@ -207,7 +203,7 @@ def run(args) -> int:
         return _submit_sweep(swept, args)
     try:
         bundle = pack_bundle(args.run_dirs, _metadata(args), args.baseline)
-    except FileNotFoundError as exc:
+    except (FileNotFoundError, RunFolderError) as exc:
         print(f"speedbench submit: {exc}", file=sys.stderr)
         return 2
     if args.out:
