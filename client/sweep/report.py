@@ -43,7 +43,7 @@ TABLES = [
                               "planned_runs", "server"]),
     ("Best draft length per batch size (0 = no speculation)", "best_draft_length",
      ["workload", "variants", "baseline", "concurrency", "best_draft_length", "best_median_output_tps", "best_mad",
-      "repeats", "runner_up_draft_length", "runner_up_median_output_tps", "runner_up_mad", "note"]),
+      "repeats", "note", "runner_up_draft_length", "runner_up_median_output_tps", "runner_up_mad"]),
     ("Speedup over the declared baseline (median over repeats)", "speedup_medians",
      ["workload", "variant", "baseline", "concurrency", "repeats", "measured_speedup_median",
       "estimated_speedup_median"]),

@@ -161,3 +161,17 @@ def test_position_rates_per_category_one_row_each(tmp_path):
     assert [(r["variant"], r["repeat"], r["point"], r["category"], r.get("AR_1"), r.get("AR_2")) for r in rows] == [
         ("eagle-k2", 1, "c8", "all", 0.8, 0.5), ("eagle-k2", 1, "c8", "low_entropy", 0.9, 0.6),
         ("eagle-k2", 1, "c8", "mixed", 0.7, None)]
+
+
+def test_an_uncertain_choice_is_highlighted_with_its_note_in_view(tmp_path):
+    from speedbench.client.sweep.report import html
+
+    plan = _plan(tmp_path)
+    points = [_row("eagle-k2", "throughput_8k", r, "throughput_8k", 8, v) for r, v in ((1, 100.0), (2, 110.0))]
+    points += [_row("eagle-k4", "throughput_8k", r, "throughput_8k", 8, v) for r, v in ((1, 90.0), (2, 130.0))]
+    points += [_row("ar", "throughput_8k", r, "throughput_8k", 8, v) for r, v in ((1, 80.0), (2, 81.0))]
+    (row,) = [r for r in best_draft_rows(plan, points) if r["method"] == "eagle3"]
+    page = html({"best_draft_length": [row]}, "t", {}, [], {"plan": "p", "plan_sha256": "s", "run_folders": []})
+    assert '<tr class="uncertain">' in page and "do not separate the best draft length" in page
+    header = page[page.index("<thead>"):page.index("</thead>")]
+    assert header.index("<th>note</th>") < header.index("<th>runner_up_draft_length</th>")  # seen first
