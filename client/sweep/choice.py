@@ -25,7 +25,10 @@ class Candidate:
         return float(np.median(self.values))
 
     @property
-    def mad(self) -> float:
+    def mad(self) -> float | None:
+        """None for a single value: a spread was not measured."""
+        if len(self.values) < 2:
+            return None
         return float(np.median(np.abs(np.asarray(self.values) - self.median)))
 
 

@@ -23,4 +23,5 @@ def test_overlapping_spreads_make_the_choice_uncertain():
 def test_one_repeat_claims_nothing_about_spread_and_ties_go_to_the_smaller_k():
     choice = choose({4: [10.0], 2: [10.0]})
     assert choice.best_k == 2 and choice.uncertain is None and "spread not measured" in choice.note
+    assert (choice.best.mad, choice.runner_up.mad) == (None, None)  # not 0: nothing was measured
     assert choose({3: [5.0], 0: []}).runner_up is None

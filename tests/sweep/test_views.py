@@ -175,3 +175,15 @@ def test_an_uncertain_choice_is_highlighted_with_its_note_in_view(tmp_path):
     assert '<tr class="uncertain">' in page and "do not separate the best draft length" in page
     header = page[page.index("<thead>"):page.index("</thead>")]
     assert header.index("<th>note</th>") < header.index("<th>runner_up_draft_length</th>")  # seen first
+
+
+def test_one_repeat_writes_no_spread(tmp_path):
+    """A spread over one value was not measured: no MAD is written (it was 0)."""
+    plan = _plan(tmp_path)
+    points = [_row("eagle-k2", "throughput_8k", 1, "throughput_8k", 8, 100.0),
+              _row("eagle-k4", "throughput_8k", 1, "throughput_8k", 8, 120.0),
+              _row("ar", "throughput_8k", 1, "throughput_8k", 8, 90.0)]
+    (row,) = [r for r in best_draft_rows(plan, points) if r["method"] == "eagle3"]
+    assert (row["best_draft_length"], row["repeats"], row["uncertain"]) == (4, 1, None)
+    assert (row["best_mad"], row["runner_up_mad"]) == (None, None)
+    assert {k: c["mad"] for k, c in row["candidates"].items()} == {"0": None, "2": None, "4": None}
