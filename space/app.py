@@ -34,6 +34,11 @@ from speedbench.leaderboard.validate import STORED_LIMITS, backfill_digests, res
 
 log = logging.getLogger("speedbench.space")
 
+# Gradio keeps every file sent to /gradio_api/upload until the app stops; one never named by a
+# submission (or still waiting after this long) is deleted by Gradio's own sweep, so abandoned
+# uploads cannot fill the Space's disk: (every, older than) seconds.
+UPLOAD_SWEEP_S = (1800, 7200)
+
 warnings.filterwarnings("ignore", message=".*Pandas4Warning.*")
 warnings.filterwarnings("ignore", category=FutureWarning, module="gradio")
 
@@ -220,7 +225,7 @@ def build_app(settings: Settings | None = None, store: LeaderboardStore | None =
     rows = populate.all_rows(store)
     found = populate.filter_choices(rows)
 
-    with gr.Blocks(title=about.TITLE, fill_width=True) as demo:
+    with gr.Blocks(title=about.TITLE, fill_width=True, delete_cache=UPLOAD_SWEEP_S) as demo:
         gr.Markdown(f"# {about.TITLE}")
         gr.Markdown(about.INTRODUCTION)
         # plain text: the note quotes a Hub error message

@@ -104,7 +104,8 @@ PROMISES = """
   {validations} validation(s) run at once, whatever sent them, reserving {memory_mb:g} MiB together by the
   size each upload declares; one upload may use {cpu_s:g} CPU seconds; Compare takes at most
   {compare} entries and reads each pair of them under the same limit and budgets. An upload over a bound is
-  refused with a message naming it (`budget.*`); identical uploads sent at once each get an answer.
+  refused with a message naming it (`budget.*`); identical uploads sent at once each get an answer;
+  an uploaded file that no submission names is deleted after 2 hours.
 - **Durability**: the board's store of record is a Hub dataset: each accepted entry (bundle,
   entry document with its date and trust level, verification) is one commit there, retried from
   a local queue until it lands. Until then the entry lives on the Space's disk; a note above the

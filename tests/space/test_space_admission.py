@@ -159,3 +159,15 @@ def test_compare_waits_for_the_shared_limit_and_keeps_no_records(space):
     assert {row[1] for row in diffs["data"]} == {ids[1]} and "Differences are" in note
     assert demo.admission.peak_running == 2
     assert _live_records() == before
+
+
+def test_an_upload_never_submitted_is_swept_from_the_disk(space):
+    """Anyone can POST files to /gradio_api/upload without submitting them; Gradio keeps them until
+    the app stops unless its cache sweep is on (an attacker could fill the Space's disk)."""
+    from gradio.route_utils import delete_files_created_by_app
+
+    url, demo = space
+    path = Path(web["upload"](url, b"never submitted"))
+    assert path.exists() and demo.delete_cache == (1800, 7200)
+    delete_files_created_by_app(demo, age=0)  # what the sweep does to a file past its age
+    assert not path.exists()
