@@ -83,8 +83,8 @@ def unit_sha256(plan: Plan, unit: Unit) -> str:
 
 
 def check_units(plan: Plan, units: list[Unit]) -> None:
-    """Every unit's options parse together (combinations a single key cannot show, e.g. both
-    concurrency and request_rate), before any server starts."""
+    """Every unit's merged run tables parse together as one ``speedbench run`` command line (what
+    the key-by-key check of the plan cannot see), before any server starts."""
     parser = run_options.run_parser()
     for unit in units:
         try:
