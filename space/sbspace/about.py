@@ -96,10 +96,12 @@ PROMISES = """
   entry's runs (the same token streams with every time within 0.01% of the entry's request: the
   submitter's folder, re-dated or with a few values nudged), made after the entry was submitted,
   on the claimed engine (and model, where the runs name it). The maintainer makes the rerun on
-  hardware they control: the checks catch copies, not a forger who re-times every chunk. Every figure, and a figure the rerun did not measure fails: AL overall and per
-  category within max(0.1, 5%, the two 95% confidence half-widths together); output tokens/s and
-  measured speedup at each load point within 20%. The entry keeps who verified, when, with which
-  runs, and every check.
+  hardware they control: the checks catch copies, not a forger who re-times every chunk. Every
+  figure is compared, and one the rerun did not measure fails: AL (step- and request-weighted)
+  overall and per category within max(0.1, 5%, the two 95% confidence half-widths together);
+  output tokens/s and median user tokens/s at each load point (SD and baseline) and measured
+  speedup at each load point within 20%. The entry keeps who verified, when, with which runs, and
+  every check.
 - **Bounds**: an upload is at most {archive_mb:g} MiB and unpacks to at most {unpacked_mb:g} MiB; at most
   {validations} validation(s) run at once, whatever sent them, reserving {memory_mb:g} MiB together by the
   size each upload declares; one upload may use {cpu_s:g} CPU seconds; Compare takes at most

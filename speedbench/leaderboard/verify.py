@@ -14,9 +14,11 @@ same validation and recomputation as an upload, and marks the entry ``verified``
 2. **every stored figure is reproduced** (:func:`compare_metrics`): a figure the fresh runs did not
    measure fails, it is never skipped. Tolerances (:class:`Tolerances`):
 
-   - AL overall and per category: within ``max(al_abs, al_rel x stored, stored CI half-width +
-     fresh CI half-width)``: max(0.1, 5%, the two 95% bootstrap intervals' half-widths);
-   - output tokens/s at each SD load point (dataset config and concurrency): within 20%;
+   - AL overall (step- and request-weighted) and per category: within ``max(al_abs, al_rel x
+     stored, stored CI half-width + fresh CI half-width)``: max(0.1, 5%, the two 95% bootstrap
+     intervals' half-widths);
+   - output tokens/s and median user tokens/s at each load point (SD and baseline runs, by dataset
+     config and concurrency: the figures of Compare's Pareto curves): within 20%;
    - measured speedup at each load point: within 20%.
 
 The verification record stored with the entry (and copied to the Hub dataset) says who verified,
@@ -55,33 +57,38 @@ def _check(name: str, stored, fresh, allowed: float) -> dict:
     return {"figure": name, "stored": stored, "fresh": fresh, "allowed_difference": allowed, "ok": bool(ok)}
 
 
-def _half_width(figures: dict) -> float:
-    ci = figures.get("acceptance_length_ci") or [None, None]
+def _half_width(figures: dict, key: str) -> float:
+    ci = figures.get(f"{key}_ci") or [None, None]
     return (ci[1] - ci[0]) / 2 if None not in ci[:2] else 0.0
 
 
-def _al_check(name: str, stored: dict, fresh: dict | None, tol: Tolerances) -> dict:
-    s_al = stored.get("acceptance_length")
-    f_al = (fresh or {}).get("acceptance_length")
-    allowed = max(tol.al_abs, tol.al_rel * (s_al or 0), _half_width(stored) + _half_width(fresh or {}))
+def _al_check(name: str, stored: dict, fresh: dict | None, tol: Tolerances, key: str = "acceptance_length") -> dict:
+    s_al = stored.get(key)
+    f_al = (fresh or {}).get(key)
+    allowed = max(tol.al_abs, tol.al_rel * (s_al or 0), _half_width(stored, key) + _half_width(fresh or {}, key))
     return _check(name, s_al, f_al, allowed)
+
+
+def _points(metrics: dict) -> dict:
+    return {(p.get("role"), p["dataset_config"], p["concurrency"]): p for p in metrics.get("points", [])}
 
 
 def compare_metrics(stored: dict, fresh: dict, tol: Tolerances = Tolerances()) -> list[dict]:
     """One check per stored figure (module docstring); a figure the fresh runs lack fails."""
     s_acc, f_acc = stored.get("acceptance") or {}, fresh.get("acceptance") or {}
-    checks = [_al_check("acceptance_length", s_acc, f_acc, tol)]
+    checks = [_al_check("acceptance_length", s_acc, f_acc, tol),
+              _al_check("acceptance_length_request_weighted", s_acc, f_acc, tol,
+                        "acceptance_length_request_weighted")]
     f_cats = f_acc.get("per_category") or {}
     for category, figures in sorted((s_acc.get("per_category") or {}).items()):
         checks.append(_al_check(f"acceptance_length {category}", figures, f_cats.get(category), tol))
-
-    def points(metrics):
-        return {(p["dataset_config"], p["concurrency"]): p for p in metrics.get("points", []) if p.get("role") == "sd"}
-
-    f_points = points(fresh)
-    for key, point in sorted(points(stored).items(), key=str):
-        s_tps, f_tps = point["output_tps"], (f_points.get(key) or {}).get("output_tps")
-        checks.append(_check(f"output_tps {key[0]} c={key[1]}", s_tps, f_tps, tol.tps_rel * (s_tps or 0)))
+    f_points = _points(fresh)
+    for key, point in sorted(_points(stored).items(), key=str):
+        role = "" if key[0] == "sd" else f"{key[0]} "
+        for figure in ("output_tps", "user_tps_p50"):
+            s_value, f_value = point.get(figure), (f_points.get(key) or {}).get(figure)
+            checks.append(_check(f"{role}{figure} {key[1]} c={key[2]}", s_value, f_value,
+                                 tol.tps_rel * (s_value or 0)))
     f_speed = {(s["dataset_config"], s["concurrency"]): s["speedup_measured"] for s in fresh.get("speedup", [])}
     for s in sorted(stored.get("speedup", []), key=lambda s: (s["dataset_config"], s["concurrency"] or 0)):
         key = (s["dataset_config"], s["concurrency"])

@@ -160,3 +160,29 @@ def test_the_submitter_s_records_with_new_timestamps_do_not_verify(submitted, se
     out = capsys.readouterr().out
     assert "FAIL independent: no request copied from the entry's runs" in out, out
     assert _stored(seeded_db, entry_id).trust == "self-reported"
+
+
+def test_every_figure_the_board_shows_is_compared(seeded_store):
+    """The board shows the request-weighted AL (AL (req.)) and Compare plots median user tokens/s
+    against output tokens/s for SD and baseline points: a rerun that differs in any of them alone
+    does not reproduce the entry."""
+    from speedbench.leaderboard.verify import compare_metrics
+
+    stored = seeded_store.entries()[0].metrics
+    assert all(c["ok"] for c in compare_metrics(stored, stored))
+    baseline = next(p for p in stored["points"] if p["role"] == "baseline")
+    for change in ({"acceptance_length_request_weighted": stored["acceptance"]["acceptance_length_request_weighted"] + 1},
+                   "user_tps_p50", "baseline output_tps"):
+        fresh = json.loads(json.dumps(stored))
+        if isinstance(change, dict):
+            fresh["acceptance"].update(change)
+            failed = "acceptance_length_request_weighted"
+        elif change == "user_tps_p50":
+            fresh["points"][0]["user_tps_p50"] /= 2
+            point = fresh["points"][0]
+            failed = f"user_tps_p50 {point['dataset_config']} c={point['concurrency']}"
+        else:
+            twin = next(p for p in fresh["points"] if p["role"] == "baseline")
+            twin["output_tps"] /= 2
+            failed = f"baseline output_tps {baseline['dataset_config']} c={baseline['concurrency']}"
+        assert [c["figure"] for c in compare_metrics(stored, fresh) if not c["ok"]] == [failed]
