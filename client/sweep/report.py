@@ -108,14 +108,18 @@ def pareto_figures(views: dict, out: Path) -> list[Path]:
         figure, axes = plt.subplots(figsize=(6.4, 4.4))
         for variant in sorted({r["variant"] for r in rows}):
             mine = sorted((r for r in rows if r["variant"] == variant), key=lambda r: r["load"] or 0)
-            axes.plot([r["user_tps"] for r in mine], [r["output_tps_per_gpu"] for r in mine], marker="o",
-                      linestyle="-" if mine[0]["speculative"] else "--", label=variant)
-            for r in mine:
-                axes.annotate(str(r["load"]), (r["user_tps"], r["output_tps_per_gpu"]), fontsize=7)
+            (line,) = axes.plot([r["user_tps"] for r in mine], [r["output_tps_per_gpu"] for r in mine], marker="o",
+                                linestyle="-" if mine[0]["speculative"] else "--", label=variant)
+            for r in mine:  # beside the marker, not on it
+                axes.annotate(r["load_label"], (r["user_tps"], r["output_tps_per_gpu"]), xytext=(4, 4),
+                              textcoords="offset points", fontsize=8, color=line.get_color())
         axes.set_xlabel("per-user speed (output tokens/s per request)")
         axes.set_ylabel("throughput per GPU (output tokens/s)")
+        axes.grid(alpha=0.3)
+        axes.margins(x=0.1, y=0.1)  # room for the labels of the outermost points
         config = rows[0]["dataset_config"]
-        axes.set_title(f"{workload}{f' ({config})' if config != workload else ''}: labels = concurrency")
+        legend = "c = concurrency" + (", /s = request rate" if any("/s" in r["load_label"] for r in rows) else "")
+        axes.set_title(f"{workload}{f' ({config})' if config != workload else ''}: {legend}")
         axes.legend(fontsize=8)
         figure.tight_layout()
         path = out / FIGURES_DIR / f"pareto-{workload}.png"

@@ -197,7 +197,9 @@ def pareto_points(plan: Plan, points: list[dict]) -> list[dict]:
     out = []
     for (w, config, v, level), rows in sorted(grouped.items(), key=lambda i: (i[0][0], i[0][2], i[0][3] or 0)):
         output_tps = _median([r["output_tps"] for r in rows])  # None: not measured, never written as 0
+        closed = rows[0].get("requested_concurrency") is not None
         out.append({"workload": w, "dataset_config": config, "variant": v, "speculative": speculative[v],
-                    "load": level, "output_tps_per_gpu": None if output_tps is None else output_tps / gpus[v],
+                    "load": level, "load_label": f"c={level:g}" if closed else f"{level:g}/s",
+                    "output_tps_per_gpu": None if output_tps is None else output_tps / gpus[v],
                     "user_tps": _median([r["user_tps_mean"] for r in rows]), "repeats": len(rows)})
     return out

@@ -93,6 +93,8 @@ def test_declared_pairs_random_vs_real_and_pareto(tmp_path):
     # a point whose throughput the report could not measure has none here either (was 0.0)
     unmeasured = pareto_points(plan, [_row("ar", "throughput_8k", 1, "throughput_8k", 16, None, None)])
     assert [(p["load"], p["output_tps_per_gpu"], p["user_tps"]) for p in unmeasured] == [(16, None, None)]
+    rate = dict(_row("ar", "throughput_8k", 1, "throughput_8k", None, 50.0), request_rate=0.5)
+    assert [p["load_label"] for p in pareto_points(plan, points[:1] + [rate])] == ["0.5/s", "c=4"]
 
 
 def test_two_drafters_of_one_method_are_two_families(tmp_path):
