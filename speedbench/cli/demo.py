@@ -49,7 +49,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "demo",
         help="end to end on a tiny local model: build SPEED-Lite, then sweep the demo plan (SD at K=2, 4 and a baseline)",
-        description=__doc__.split("\n\n")[0] + " Offline; about 5-10 minutes on 2 CPU cores. "
+        description=__doc__.split("\n\n")[0] + " Offline; 22 min 26 s on a shared 2-core machine at load 8.1-16.7 "
+                    "(bench/README.md; a rerun measures only what is missing). "
                     "Writes demo-output/sweep.html and demo-output/report/report.html.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
