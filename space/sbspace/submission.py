@@ -3,8 +3,10 @@
 Every upload, from the Submit tab or the ``/submit_bundle`` API, goes through the app's one
 :class:`~speedbench.leaderboard.admission.Admission` (the shared limit and budgets). Gradio keeps
 identical uploads in one content-hash folder, so several requests can name the same file: the
-file is removed when the last request using it is done, and a request whose file an identical
-one already handled and removed gets that one's answer.
+file is removed when the last request using it is done (in the same critical section that finds
+it was the last, so no request claims a file being removed), and a request whose file an
+identical one already handled and removed gets that one's answer. A file removed under a waiting
+request (Gradio's cache sweep, ``UPLOAD_SWEEP_S`` in app.py) is answered as gone, not as an error.
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ _uses: dict[Path, int] = {}  # upload file -> requests using it now
 _answers: "OrderedDict[Path, SubmissionResult]" = OrderedDict()  # the last answers, by upload file
 _lock = threading.Lock()
 _KEPT_ANSWERS = 256
+GONE = "the uploaded file is gone (removed while it waited); upload it again"
 
 
 @dataclass
@@ -78,7 +81,7 @@ def handle_upload(path: str | None, store: LeaderboardStore, known_builds: Known
                 return earlier if not earlier.accepted else SubmissionResult(
                     False, None, f"duplicate submission: an identical upload was accepted at the same time as entry "
                                  f"{earlier.entry_id} [rule duplicate.measurement]")
-            return SubmissionResult(False, None, "the uploaded file is gone; upload it again")
+            return SubmissionResult(False, None, GONE)
         result = _handle(file, store, known_builds, limits, admission)
         with _lock:
             _answers[file] = result
@@ -94,11 +97,9 @@ def handle_upload(path: str | None, store: LeaderboardStore, known_builds: Known
     finally:
         with _lock:
             _uses[file] -= 1
-            last = _uses[file] == 0
-            if last:
+            if _uses[file] == 0:
                 del _uses[file]
-        if last:
-            remove_upload(file)
+                remove_upload(file)  # under the lock: a request for the same bytes cannot claim it meanwhile
 
 
 def _handle(file: Path, store: LeaderboardStore, known_builds: KnownBuilds, limits: ArchiveLimits,
@@ -107,6 +108,11 @@ def _handle(file: Path, store: LeaderboardStore, known_builds: KnownBuilds, limi
         entry = submit(file, store, known_builds, limits, admission)
     except BundleRejected as exc:
         return SubmissionResult(False, None, str(exc))
+    except FileNotFoundError:
+        if not file.exists():  # removed while the request waited for its slot; nothing was read or stored
+            return SubmissionResult(False, None, GONE)
+        log.exception("unexpected error while validating %s", ascii(file.name))
+        return SubmissionResult(False, None, "internal error while validating the bundle; nothing was stored")
     except Exception:
         log.exception("unexpected error while validating %s", ascii(file.name))
         return SubmissionResult(False, None, "internal error while validating the bundle; nothing was stored")
