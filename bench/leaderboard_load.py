@@ -16,6 +16,8 @@ system) from ``/proc/<pid>`` when every upload has its answer. Uploads:
 - ``long-chunks``: every prompt of the bucket at 16 load points with the longest chunk lists that
   fit the unpacked cap, highly compressible: passes the streaming checks, so it costs a full parse;
 - ``typical``: the 880-prompt Qualitative split with 512 output tokens (about 3 MiB).
+- ``zip-members``: a zip just under the upload cap whose central directory lists as many empty
+  members as fit (about 640,000): zipfile parses a directory into an object per member.
 
 Run: ``.venv/bin/python bench/leaderboard_load.py [--mixes largest:4,one-prompt:8,...]`` (default:
 every mix below). Prints one line per mix and the load average beside it.
@@ -48,7 +50,7 @@ MiB = 2**20
 META = {"model": "m/x", "drafter": "d", "sd_method": "eagle3", "engine": "vllm", "engine_version": "1", "gpu": "g",
         "draft_length": 3, "temperature": 0}
 MIXES = ["typical:8", "one-prompt:8", "long-chunks:4", "largest:4",
-         "largest:2+one-prompt:2+long-chunks:2+typical:2"]
+         "largest:2+one-prompt:2+long-chunks:2+typical:2", "zip-members:8"]
 
 
 def _load() -> str:
@@ -82,28 +84,41 @@ def _tar(members: dict[str, bytes]) -> bytes:
     return gzip.compress(raw.getvalue(), compresslevel=6)
 
 
+def _zip_listing(path: Path, max_bytes: int) -> Path:
+    """A zip of empty members whose central directory lists as many as ``max_bytes`` holds."""
+    import struct
+
+    count = max_bytes // 100 - 1  # a local header (42 bytes) and a directory entry (58) of a 12-byte name
+    local, central = bytearray(), bytearray()
+    for i in range(count):
+        name = b"%07d.json" % i
+        central += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, 0, 0, 0, 0, 0, 0, len(name), 0, 0, 0, 0,
+                               0, len(local)) + name
+        local += struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 0, 0, 0, 0, 0, 0, len(name), 0) + name
+    end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, min(count, 0xFFFF), min(count, 0xFFFF), len(central),
+                      len(local), 0)
+    path.write_bytes(bytes(local + central + end))
+    return path
+
+
 def _submission(runs: list[tuple[str, str]]) -> bytes:
     return json.dumps({"schema_version": 1, "metadata": META,
                        "runs": [{"path": p, "role": role} for p, role in runs]}).encode()
 
 
-def build(root: Path) -> tuple[dict[str, Path], Path]:
-    """Every upload shape as a file, and the known-builds folder the app needs."""
-    limits = ArchiveLimits.from_env()
-    points = DEFAULT_CAPS.max_points
+def _datasets(root: Path) -> tuple[Path, Path, Path]:
+    """The throughput and qualitative datasets, and the known-builds folder the app needs."""
     dataset = make_dataset(root / "bench-tp", rows_per_category=512, configs=("throughput_1k",))
     qual_dataset = make_dataset(root / "bench-qual", rows_per_category=80, configs=("qualitative",))
     builds = root / "builds"
     builds.mkdir()
     for name, folder in (("tp", dataset), ("qual", qual_dataset)):
         (builds / f"{name}.json").write_text(json.dumps(describe_dataset(folder).to_dict()))
-    # without step-time jitter: the records compress best, so the largest upload unpacks to the most
-    sd_base = make_run(root / "sd", dataset, "throughput_1k", SimulatedEngine(), output_tokens=512, seed=11,
-                       jitter=False)
-    ar_base = make_run(root / "ar", dataset, "throughput_1k", SimulatedEngine(speculative=False, step_time_s=0.014),
-                       output_tokens=512, seed=12, jitter=False)
-    files: dict[str, Path] = {}
+    return dataset, qual_dataset, builds
 
+
+def _largest(root: Path, sd_base: Path, ar_base: Path, limits: ArchiveLimits) -> Path:
+    points = DEFAULT_CAPS.max_points
     baseline = _replicate(ar_base, root / "largest" / "baseline", points, salt=0)
     runs, size = [], (baseline / "records.jsonl").stat().st_size
     while True:
@@ -113,9 +128,13 @@ def build(root: Path) -> tuple[dict[str, Path], Path]:
         size += one
         if size + one > 0.97 * limits.max_total_bytes:
             break
-    files["largest"] = root / "largest.tar.gz"
-    files["largest"].write_bytes(pack_bundle(runs, META, [baseline]))
+    path = root / "largest.tar.gz"
+    path.write_bytes(pack_bundle(runs, META, [baseline]))
+    print(f"  largest: {len(runs)} SD runs + 1 baseline, {points} load points, unpacked {size / MiB:.0f} MiB")
+    return path
 
+
+def _one_prompt(root: Path, sd_base: Path) -> Path:
     manifest = (sd_base / "manifest.json").read_bytes()
     first = json.loads((sd_base / "records.jsonl").read_text().splitlines()[0])
     chunks = 200  # 48,000 x 200 chunks: about 210 MiB unpacked, within the cap
@@ -124,11 +143,14 @@ def build(root: Path) -> tuple[dict[str, Path], Path]:
             "chunk_ns": [start + 50_000_000 + k * 20_000_000 for k in range(chunks)], "engine_stats": None,
             "end_ns": start + 50_000_000 + chunks * 20_000_000}
     lines = [json.dumps({**first, **same, "record_key": f"c1/{first['question_id']}/{i}"}) for i in range(48_000)]
-    files["one-prompt"] = root / "one-prompt.tar.gz"
-    files["one-prompt"].write_bytes(_tar({"submission.json": _submission([("runs/a", "sd")]),
-                                          "runs/a/manifest.json": manifest,
-                                          "runs/a/records.jsonl": ("\n".join(lines) + "\n").encode()}))
+    path = root / "one-prompt.tar.gz"
+    path.write_bytes(_tar({"submission.json": _submission([("runs/a", "sd")]), "runs/a/manifest.json": manifest,
+                           "runs/a/records.jsonl": ("\n".join(lines) + "\n").encode()}))
+    return path
 
+
+def _long_chunks(root: Path, sd_base: Path, limits: ArchiveLimits) -> Path:
+    points = DEFAULT_CAPS.max_points
     rows = [json.loads(line) for line in (sd_base / "records.jsonl").read_text().splitlines()]
     per_record = int(0.95 * limits.max_total_bytes / (len(rows) * points) / 22)  # ~22 bytes per chunk in JSON
     out = []
@@ -141,13 +163,17 @@ def build(root: Path) -> tuple[dict[str, Path], Path]:
                                    "chunk_ns": [start + 50_000_000 + k * 20_000_000 for k in range(per_record)],
                                    "chunk_tokens": [1] * per_record, "output_tokens": per_record,
                                    "end_ns": start + 50_000_000 + per_record * 20_000_000}))
-    files["long-chunks"] = root / "long-chunks.tar.gz"
-    files["long-chunks"].write_bytes(_tar({"submission.json": _submission([("runs/a", "sd")]),
-                                           "runs/a/manifest.json": manifest,
-                                           "runs/a/records.jsonl": ("\n".join(out) + "\n").encode()}))
+    path = root / "long-chunks.tar.gz"
+    path.write_bytes(_tar({"submission.json": _submission([("runs/a", "sd")]),
+                           "runs/a/manifest.json": (sd_base / "manifest.json").read_bytes(),
+                           "runs/a/records.jsonl": ("\n".join(out) + "\n").encode()}))
+    return path
 
+
+def _typical(root: Path, qual_dataset: Path) -> dict[str, Path]:
     qual = make_run(root / "qual", qual_dataset, "qualitative", SimulatedEngine(), output_tokens=512, seed=21)
     lines = (qual / "records.jsonl").read_text().splitlines()
+    files = {}
     for i in range(8):  # distinct measurements: one record's end differs by i + 1 ns
         r = json.loads(lines[0])
         r["end_ns"] += i + 1
@@ -158,10 +184,33 @@ def build(root: Path) -> tuple[dict[str, Path], Path]:
             (variant / name).write_bytes((qual / name).read_bytes())
         files[f"typical-{i}"] = root / f"typical-{i}.tar.gz"
         files[f"typical-{i}"].write_bytes(pack_bundle([variant], META))
+    return files
+
+
+def build(root: Path, needed: set[str]) -> tuple[dict[str, Path], Path]:
+    """The upload shapes the mixes need (``needed``: their kinds), as files, and the known-builds folder."""
+    limits = ArchiveLimits.from_env()
+    dataset, qual_dataset, builds = _datasets(root)
+    files: dict[str, Path] = {}
+    if needed & {"largest", "one-prompt", "long-chunks"}:
+        # without step-time jitter: the records compress best, so the largest upload unpacks to the most
+        sd_base = make_run(root / "sd", dataset, "throughput_1k", SimulatedEngine(), output_tokens=512, seed=11,
+                           jitter=False)
+    if "largest" in needed:
+        ar_base = make_run(root / "ar", dataset, "throughput_1k", SimulatedEngine(speculative=False, step_time_s=0.014),
+                           output_tokens=512, seed=12, jitter=False)
+        files["largest"] = _largest(root, sd_base, ar_base, limits)
+    if "one-prompt" in needed:
+        files["one-prompt"] = _one_prompt(root, sd_base)
+    if "long-chunks" in needed:
+        files["long-chunks"] = _long_chunks(root, sd_base, limits)
+    if "typical" in needed:
+        files.update(_typical(root, qual_dataset))
+    if "zip-members" in needed:
+        files["zip-members"] = _zip_listing(root / "zip-members.zip", limits.max_archive_bytes - 1024)
     for name, path in files.items():
         if not name.startswith("typical-") or name == "typical-0":
             print(f"  {name}: upload {path.stat().st_size / MiB:.2f} MiB")
-    print(f"  largest: {len(runs)} SD runs + 1 baseline, {points} load points, unpacked {size / MiB:.0f} MiB")
     return files, builds
 
 
@@ -240,9 +289,10 @@ def main() -> None:
         root = Path(tmp)
         t = time.perf_counter()
         print("building uploads ...")
-        files, builds = build(root)
+        mixes = args.mixes.split(",")
+        files, builds = build(root, {part.split(":")[0] for mix in mixes for part in mix.split("+")})
         print(f"  built in {time.perf_counter() - t:.0f} s; {_load()}")
-        for i, mix in enumerate(args.mixes.split(",")):
+        for i, mix in enumerate(mixes):
             run_mix(mix, files, builds, root, 7900 + i)
 
 
