@@ -103,7 +103,7 @@ def _board_functions(store: LeaderboardStore):
         labels = compare.entry_choices(store)
         return (gr.Dropdown(choices=found["engines"]), gr.Dropdown(choices=found["methods"]),
                 gr.Dropdown(choices=found["families"]), gr.Dropdown(choices=found["isls"]),
-                gr.Dropdown(choices=labels), gr.Dropdown(choices=found["isls"]))
+                gr.Dropdown(choices=labels))
 
     return table, refresh_choices
 
@@ -144,8 +144,8 @@ def _browse_tab(rows, found, table) -> _Browse:
     return _Browse(controls, [engines, methods, families, isl], board_table)
 
 
-def _compare_tab(store: LeaderboardStore, found, admission: Admission) -> list:
-    """The Compare tab; returns its dropdowns (entries, Pareto ISL) whose choices follow the store."""
+def _compare_tab(store: LeaderboardStore, admission: Admission) -> list:
+    """The Compare tab; returns its entries dropdown, whose choices follow the store."""
     with gr.Tab("Compare", id="compare"):
         with gr.Row():
             # allow_custom_value: the API may name entries added after the page was built; compare()
@@ -153,7 +153,7 @@ def _compare_tab(store: LeaderboardStore, found, admission: Admission) -> list:
             picked = gr.Dropdown(choices=compare.entry_choices(store), multiselect=True, scale=4,
                                  allow_custom_value=True, elem_id="compare-entries",
                                  label=f"Entries (the first is the reference; at most {compare.MAX_ENTRIES})")
-            pareto_isl = gr.Dropdown(choices=found["isls"], value="any", label="ISL for Pareto curves",
+            pareto_isl = gr.Dropdown(choices=compare.PARETO_ISLS, value="any", label="ISL for Pareto curves",
                                      elem_id="compare-isl", scale=1)
             compare_button = gr.Button("Compare", variant="primary", elem_id="compare-button", scale=0)
         compare_note = gr.Markdown(elem_id="compare-note")
@@ -172,7 +172,7 @@ def _compare_tab(store: LeaderboardStore, found, admission: Admission) -> list:
 
         compare_button.click(run_compare, [picked, pareto_isl],
                              [side_by_side, differences, pareto, compare_note], api_name="compare")
-    return [picked, pareto_isl]
+    return [picked]
 
 
 def _submit_tab(settings: Settings, services: _Services, browse: _Browse, followers: list, table,
@@ -233,7 +233,7 @@ def build_app(settings: Settings | None = None, store: LeaderboardStore | None =
                           elem_id="mirror-note", visible=bool(services.mirror_note()))
         with gr.Tabs():
             browse = _browse_tab(rows, found, table)
-            followers = _compare_tab(store, found, services.admission)
+            followers = _compare_tab(store, services.admission)
             _submit_tab(settings, services, browse, followers, table, refresh_choices, note)
             _about_tab(settings)
 

@@ -171,3 +171,25 @@ def test_an_upload_never_submitted_is_swept_from_the_disk(space):
     assert path.exists() and demo.delete_cache == (1800, 7200)
     delete_files_created_by_app(demo, age=0)  # what the sweep does to a file past its age
     assert not path.exists()
+
+
+def test_compare_over_the_api_takes_an_isl_first_seen_after_start(tmp_path, known_builds_dir, valid_bundle):
+    """The Pareto ISL's choices were those of the board at start: an API call naming an ISL that only
+    entries added later have was refused ('Value: 1k is not in the list of choices: ['any']')."""
+    app = web["app_module"]()
+    from gradio_client import handle_file
+    from sbspace.envs import Settings
+
+    port = web["free_port"]()
+    demo = app.build_app(Settings(db_path=tmp_path / "empty.sqlite3", port=port,
+                                  known_builds=[str(known_builds_dir)]))
+    url = web["launch"](demo, port)
+    try:
+        api = web["client"](url)
+        added = api.predict(handle_file(web["upload"](url, valid_bundle)), api_name="/submit_bundle")
+        assert added["status"] == "accepted"
+        side, _, _, note = api.predict([added["entry_id"]], "1k", api_name="/compare")
+        assert note == "Pick two or more entries."
+    finally:
+        demo.close()
+        demo.store.close()
