@@ -129,7 +129,7 @@ def _dry_run(bundle: bytes) -> int:
     for category, figures in acceptance["per_category"].items():
         print(f"  {category:<14} AL {figures['acceptance_length']:.3f}")
     for speedup in metrics["speedup"]:
-        print(f"  speedup {speedup['isl']} c={speedup['concurrency']}: {speedup['speedup_measured']:.3f} "
+        print(f"  speedup {speedup['dataset_config']} c={speedup['concurrency']}: {speedup['speedup_measured']:.3f} "
               + (f"(Appendix-G estimate {speedup['speedup_estimate']:.3f})" if speedup["speedup_estimate"] is not None
                  else "(no Appendix-G estimate: chunks are not decoding steps)"))
     _print_losslessness(metrics.get("losslessness"))

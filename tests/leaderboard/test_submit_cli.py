@@ -32,3 +32,13 @@ def test_dry_run_refuses_a_look_alike_model_name_as_the_space_does(runs, known_b
     assert main([*args, "--model", "meta-llama/Llama-3.3-70B-Instruct"]) == 0
     assert main([*args, "--model", "meta-llаma/Llama-3.3-70B-Instruct"]) == 1  # a Cyrillic "а"
     assert "[rule name.confusable]" in capsys.readouterr().err
+
+
+def test_dry_run_names_the_config_of_each_speedup(runs, known_builds_dir, monkeypatch, capsys):
+    """Two configs of one ISL bucket (a throughput config and the random-token control, both 1k)
+    printed the same 'speedup 1k c=1' twice."""
+    monkeypatch.setenv("SPEEDBENCH_KNOWN_BUILDS", str(known_builds_dir))
+    sd, baselines = runs
+    assert main(["submit", *map(str, sd), "--baseline", str(baselines[0]), *FLAGS]) == 0
+    out = capsys.readouterr().out
+    assert "  speedup throughput_1k c=1: " in out and "  speedup throughput_1k c=4: " in out
