@@ -63,8 +63,7 @@ def qualitative_fixture(sources: Path) -> list[dict]:
                 [PH + "\n\nYou are {role_name}. {role_description_and_catchphrases}", PH]) for i in range(40)]
             + [("roleplay", COSER, f"coser_{i * 6}", [PH]) for i in range(30)]
             + [("coding", "livecodebench/code_generation_lite", q, [PH + "\n\n{question}\n\n{starter_code}"]) for q in lcb]
-            + [("coding", "deepmind/code_contests", eval(m)["task_name"] if isinstance(m, str) else m["task_name"],
-                [PH + "\n\n{question}"]) for m in contests[:16]])
+            + [("coding", "deepmind/code_contests", m["task_name"], [PH + "\n\n{question}"]) for m in contests[:16]])
     for category, source, src_id, turns in plan:
         rows.append(row(n, category, source, src_id, turns))
         n += 1
