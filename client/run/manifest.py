@@ -25,6 +25,12 @@ def client_version() -> str:
     return getattr(speedbench, "__version__", "unknown")
 
 
+def default_options() -> dict:
+    """The recorded options of a run given no optional flag: what a run made by an older speedbench,
+    before an option existed, ran with; its manifest lacks that key and is compared with this."""
+    return RunOptions(engine="", url="", tokenizer="", dataset="", config="", out="").manifest_options()
+
+
 def check_resume(path: Path, manifest: RunManifest) -> None:
     """Raise ``RunConfigError`` naming the first field or option that differs from ``path``'s."""
     old = json.loads(path.read_text())
@@ -32,10 +38,12 @@ def check_resume(path: Path, manifest: RunManifest) -> None:
         if old.get(key) != getattr(manifest, key):
             raise RunConfigError(f"{path}: cannot resume, {key} differs (was {old.get(key)!r}, now "
                                  f"{getattr(manifest, key)!r}); use a new --out folder")
+    old_options, defaults = old.get("options") or {}, default_options()
     for key in RESUME_OPTIONS:
-        if (old.get("options") or {}).get(key) != manifest.options.get(key):
+        was = old_options[key] if key in old_options else defaults.get(key)
+        if was != manifest.options.get(key):
             raise RunConfigError(f"{path}: cannot resume, option {key} differs (was "
-                                 f"{(old.get('options') or {}).get(key)!r}, now {manifest.options.get(key)!r})")
+                                 f"{was!r}, now {manifest.options.get(key)!r})")
 
 
 def write_manifest(options: RunOptions, description: dict, conversations, tokenizer,
