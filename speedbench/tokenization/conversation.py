@@ -12,10 +12,16 @@ each earlier answer would add a token the engine never sees (``'.', '▁', '<0x0
 SentencePiece and byte-level BPE alike.
 
 An answer is spliced when token boundaries of the whole encoding fall exactly at its first and
-last character; otherwise (a token spanning the answer's edge) it enters as the whole encoding's
-own tokens, and :attr:`TurnIds.reencoded_answers` counts it. When the template changes an
-answer's text (one that drops earlier reasoning, or trims), splicing would send something the
-template never renders: the whole prompt is then the plain encoding of the rendered text.
+last character. When a token of the whole encoding crosses the answer's edge (Llama-2's
+``[/INST] `` joins its space to the answer's first word; a byte-level BPE merges an answer's
+closing ``\n`` with the blank line after it), nothing can be replaced exactly: if the tokens
+covering the answer are the engine's ids anyway, the prompt carries them (spliced); otherwise the
+answer enters as the whole encoding's own tokens, counted in :attr:`TurnIds.reencoded_answers`
+and, since the prompt then differs from the conversation with the engine's answer in it, in
+:attr:`TurnIds.mismatched_answers` (records keep both per later turn). When the template changes
+an answer's text (one that drops earlier reasoning, or trims), splicing would send something the
+template never renders: the whole prompt is then the plain encoding of the rendered text, as an
+engine given the conversation would encode it (counted as re-encoded, not as a mismatch).
 """
 from __future__ import annotations
 
@@ -30,8 +36,9 @@ class TurnIds:
     """A turn's prompt ids and how its earlier answers entered: spliced as the engine's ids, or as text."""
 
     ids: list[int]
-    spliced_answers: int = 0
-    reencoded_answers: int = 0
+    spliced_answers: int = 0  # earlier answers carried as the engine's ids
+    reencoded_answers: int = 0  # earlier answers with engine ids that entered as text instead
+    mismatched_answers: int = 0  # of those, answers whose tokens in the prompt are not the engine's ids
 
 
 def render(tokenizer, messages: list[dict[str, str]], prompt_mode: str) -> str:
@@ -91,11 +98,20 @@ def _token_range(offsets: list[tuple[int, int]], start: int, end: int) -> tuple[
     return inside[0][0], inside[-1][0] + 1
 
 
+def _covering_range(offsets: list[tuple[int, int]], start: int, end: int) -> tuple[int, int] | None:
+    """``(p, q)``: the tokens that hold any character of ``start..end`` (those crossing its edges too)."""
+    touching = [j for j, (a, b) in enumerate(offsets) if b > a and a < end and b > start]
+    return (touching[0], touching[-1] + 1) if touching else None
+
+
 def answer_body(tokenizer, ids: list[int]) -> list[int]:
-    """An answer's ids without the end-of-sequence id that stopped it (engines stream it, its text is
-    empty, and the template writes the turn's end itself)."""
-    eos = tokenizer.eos_id
-    return list(ids[:-1] if ids and eos is not None and ids[-1] == eos else ids)
+    """An answer's ids without the stop token that ended it: the end-of-sequence id or another special
+    token (an end-of-turn id). Engines stream it, its text is empty, and the template writes the
+    turn's end itself."""
+    stops = set(getattr(tokenizer, "special_ids", ()))
+    if tokenizer.eos_id is not None:
+        stops.add(tokenizer.eos_id)
+    return list(ids[:-1] if ids and ids[-1] in stops else ids)
 
 
 def encode_turn_exact(tokenizer, messages: list[dict[str, str]], prompt_mode: str,
@@ -109,12 +125,20 @@ def encode_turn_exact(tokenizer, messages: list[dict[str, str]], prompt_mode: st
     ids, offsets = tokenizer.encode_with_offsets(text, adds_special_tokens(tokenizer, prompt_mode))
     if located is None:
         return TurnIds(list(ids), 0, len(given))
-    out, cursor, spliced = [], 0, 0
+    out, cursor, spliced, mismatched = [], 0, 0, 0
     for i, (start, end) in zip(sorted(given), located[1]):
-        found = _token_range(offsets, start, end) if end > start else None
+        body = answer_body(tokenizer, given[i])
+        if start == end and not body:  # an empty answer (the stop token alone): nothing to carry
+            spliced += 1
+            continue
+        found = _token_range(offsets, start, end)
+        if found is None:  # a token crosses an edge: exact only if the covering tokens are the engine's
+            covering = _covering_range(offsets, start, end)
+            found = covering if covering is not None and list(ids[covering[0]:covering[1]]) == body else None
         if found is None or found[0] < cursor:
+            mismatched += 1
             continue
         p, q = found
-        out += ids[cursor:p] + answer_body(tokenizer, given[i])
+        out += ids[cursor:p] + body
         cursor, spliced = q, spliced + 1
-    return TurnIds(out + list(ids[cursor:]), spliced, len(given) - spliced)
+    return TurnIds(out + list(ids[cursor:]), spliced, len(given) - spliced, mismatched)

@@ -157,6 +157,11 @@ class TargetTokenizer:
         eos = self.special_tokens.get("eos_token")
         return self._tokenizer.token_to_id(eos) if eos else None
 
+    @cached_property
+    def special_ids(self) -> frozenset[int]:
+        """Ids of the added tokens marked special (BOS, EOS, end-of-turn, ...): text decoding skips them."""
+        return frozenset(i for i, token in self._tokenizer.get_added_tokens_decoder().items() if token.special)
+
     def encode(self, text: str) -> list[int]:
         """Token ids of ``text`` without any special tokens added."""
         return self._tokenizer.encode(text, add_special_tokens=False).ids

@@ -11,7 +11,8 @@ CHATML = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }
 CORPUS = ["Once upon a time there was a little cat. It liked to play in the sun.",
           "What happened next? The dog ran to the park, and they were happy!",
           "Sure thing. Here is a story about a bird that sang every morning.",
-          "Numbers like 12, 345 and 6789 appear too; so do quotes: 'yes' and \"no\"."] * 20
+          "Numbers like 12, 345 and 6789 appear too; so do quotes: 'yes' and \"no\".",
+          "A list:\n\n- one\n- two\n\n\nThe end.\n\n"] * 20  # blank lines: '\n' runs become one token
 
 
 @pytest.fixture(scope="session")

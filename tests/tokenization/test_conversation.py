@@ -75,7 +75,58 @@ def test_a_token_across_the_answer_edge_enters_as_text(tmp_path, models_dir, raw
     turn = encode_turn_exact(tok, messages, "chat", [[400]])
     assert turn.ids == raw_stories.encode("<s>[INST] Hi [/INST] there</s>[INST] Go [/INST]", add_special_tokens=False).ids
     assert raw_stories.id_to_token(turn.ids[17]) == "▁there"  # one token: the space and the answer's word
-    assert (turn.spliced_answers, turn.reencoded_answers) == (0, 1)
+    # the engine's id 400 is not in the prompt: a mismatch, counted
+    assert (turn.spliced_answers, turn.reencoded_answers, turn.mismatched_answers) == (0, 1, 1)
+    # had the engine produced '▁there' itself (its first token after '[/INST]'), the prompt holds its ids
+    same = encode_turn_exact(tok, messages, "chat", [[raw_stories.token_to_id("▁there"), 2]])
+    assert same.ids == turn.ids
+    assert (same.spliced_answers, same.reencoded_answers, same.mismatched_answers) == (1, 0, 0)
+
+
+def test_an_answer_ending_inside_a_token(bytelevel_folder):
+    """Completion mode, byte-level BPE: an answer ending in '\n' is followed by the blank line that
+    joins the turns, and '\n\n\n' encodes as 'ĊĊ', 'Ċ': the answer's last character shares a token
+    with the template's text. The prompt is the whole encoding (written out by hand: no engine
+    tokenization of the answer can be carried exactly) and the mismatch is counted."""
+    raw = Tokenizer.from_file(str(bytelevel_folder / "tokenizer.json"))
+    tok = TargetTokenizer.from_folder(bytelevel_folder)
+    messages = [{"role": "user", "content": "Once upon a time"}, {"role": "assistant", "content": "The dog ran!\n"},
+                {"role": "user", "content": "And then?"}]
+    text = "Once upon a time\n\nThe dog ran!\n\n\nAnd then?"
+    whole = raw.encode(text, add_special_tokens=False)
+    assert "ĊĊ" in whole.tokens and whole.offsets[whole.tokens.index("ĊĊ")] == (30, 32)  # across char 31, the edge
+    engine = raw.encode("The dog ran!\n", add_special_tokens=False).ids  # ..., '!', 'Ċ'
+    turn = encode_turn_exact(tok, messages, "completion", [engine])
+    assert turn.ids == whole.ids
+    assert (turn.spliced_answers, turn.reencoded_answers, turn.mismatched_answers) == (0, 1, 1)
+    # the same answer without its newline ends on a token boundary: spliced, nothing counted
+    clean = [dict(m, content=m["content"].rstrip("\n")) for m in messages]
+    exact = encode_turn_exact(tok, clean, "completion", [[5, 6, 7]])
+    whole_clean = raw.encode("Once upon a time\n\nThe dog ran!\n\nAnd then?", add_special_tokens=False)
+    assert whole_clean.tokens[6:10] == ["The", "Ġdog", "Ġran", "!"]  # the answer's tokens, by hand
+    assert exact.ids == whole_clean.ids[:6] + [5, 6, 7] + whole_clean.ids[10:]
+    assert (exact.spliced_answers, exact.reencoded_answers, exact.mismatched_answers) == (1, 0, 0)
+
+
+def test_a_stop_token_other_than_eos_is_not_carried(bytelevel_folder):
+    """The engine stopped on '<|endoftext|>' (special, not the tokenizer's EOS '<|im_end|>'): its text is
+    empty and ChatML writes the turn's end itself, so the prompt is the whole conversation's encoding."""
+    raw = Tokenizer.from_file(str(bytelevel_folder / "tokenizer.json"))
+    tok = TargetTokenizer.from_folder(bytelevel_folder)
+    messages = [{"role": "user", "content": "Once upon a time"}, {"role": "assistant", "content": "Sure thing."},
+                {"role": "user", "content": "What next?"}]
+    engine = raw.encode("Sure thing.", add_special_tokens=False).ids + [raw.token_to_id("<|endoftext|>")]
+    turn = encode_turn_exact(tok, messages, "chat", [engine])
+    assert turn.ids == raw.encode(_chatml(messages), add_special_tokens=False).ids
+    assert turn.spliced_answers == 1
+
+
+def test_an_empty_answer(stories, raw_stories):
+    """The engine answered with its stop token alone: the conversation holds an empty answer and no id of it."""
+    messages = [STORY[0], dict(STORY[1], content=""), STORY[2]]
+    turn = encode_turn_exact(stories, messages, "completion", [[2]])
+    assert turn.ids == raw_stories.encode("Once upon a time\n\n\n\nWhat next?").ids
+    assert (turn.spliced_answers, turn.reencoded_answers, turn.mismatched_answers) == (1, 0, 0)
 
 
 def _chatml(messages) -> str:
@@ -128,4 +179,5 @@ def test_template_that_rewrites_answers_is_not_spliced(bytelevel_folder, tmp_pat
                 {"role": "user", "content": "More"}]
     turn = encode_turn_exact(TargetTokenizer.from_folder(tmp_path), messages, "chat", [[300]])
     assert turn.ids == raw.encode("Hi|ok|More|", add_special_tokens=False).ids
-    assert turn.reencoded_answers == 1
+    # re-encoded, but no mismatch: the rendered text is what an engine given this conversation encodes
+    assert (turn.reencoded_answers, turn.mismatched_answers) == (1, 0)
