@@ -8,7 +8,10 @@ Prints three sections:
     this bench) and the real llama.cpp (completion mode, no template): a `speedbench run` over
     3-turn rows at concurrency 4; for every later turn, the prompt we sent (its ``prompt_sha256``)
     against the server's own ``/tokenize`` of the whole conversation (the records' answers as
-    text): mismatches per 100 later turns (target 0);
+    text), and whether the client had to send an earlier answer as text whose tokens are not the
+    engine's ids (``prompt_answers_mismatched``: a token crossing the answer's edge); a later turn
+    failing either is a mismatch: mismatches per 100 later turns (target 0), beside how the
+    earlier answers entered (spliced as the engine's ids / as text);
 (b) one lite_qualitative run at concurrency 4 on vLLM, unloaded and then with the client's core under
     a CPU hog (two busy loops for the run's length): the client-lag share and chunks-sharing-a-read
     share each run reports, and each run's AL with its accepted and drafted counts (greedy: the same
@@ -69,8 +72,9 @@ def _multiturn_dataset(rows: int) -> Path:
     return write_dataset(OUT / "multiturn", made, config="multiturn")
 
 
-def _later_turn_mismatches(out: Path, dataset: Path, tokenize) -> tuple[int, int]:
-    """(mismatches, later turns): each later turn's prompt hash against the server's whole-conversation ids."""
+def _later_turn_mismatches(out: Path, dataset: Path, tokenize) -> tuple[int, int, Counter]:
+    """(mismatches, later turns, answers by how they entered): each later turn's prompt hash against the
+    server's whole-conversation ids, and the client's own count of answers it could not carry as ids."""
     from speedbench.client.data.workload import load_conversations, prompt_sha256
     from tests.standins.fixtures import read_jsonl
 
@@ -80,15 +84,26 @@ def _later_turn_mismatches(out: Path, dataset: Path, tokenize) -> tuple[int, int
         if not record["warmup"] and record["error"] is None:
             by_row.setdefault(record["question_id"], {})[record["turn_index"]] = record
     mismatches = later = 0
+    answers: Counter = Counter()
     for qid, records in by_row.items():
         messages = []
         for index in sorted(records):
             messages.append({"role": "user", "content": turns[qid][index]})
             if index:
+                record = records[index]
                 later += 1
-                mismatches += records[index]["prompt_sha256"] != prompt_sha256(tokenize(messages))
+                for name in ("spliced", "as_text", "mismatched"):
+                    answers[name] += record.get(f"prompt_answers_{name}") or 0
+                mismatches += (record["prompt_sha256"] != prompt_sha256(tokenize(messages))
+                               or bool(record.get("prompt_answers_mismatched")))
             messages.append({"role": "assistant", "content": records[index]["output_text"]})
-    return mismatches, later
+    return mismatches, later, answers
+
+
+def _print_mismatches(label: str, bad: int, later: int, answers: Counter) -> None:
+    print(f"(a) {label}: {bad} mismatches in {later} later turns = {100 * bad / later:.2f} per 100 later turns; "
+          f"earlier answers spliced as the engine's ids {answers['spliced']}, as text {answers['as_text']} "
+          f"(not the engine's ids: {answers['mismatched']})")
 
 
 def _hog(count: int = 2) -> list[subprocess.Popen]:
@@ -121,9 +136,7 @@ def section_vllm(args, dataset: Path, config: str, multiturn: Path) -> None:
              "--max-tokens", str(args.max_tokens), "--model", "stories-templated")
         tokenize = lambda messages: _post(engine.url + "/tokenize", {  # noqa: E731
             "model": "stories-templated", "messages": messages, "add_generation_prompt": True})["tokens"]
-        bad, later = _later_turn_mismatches(run, multiturn, tokenize)
-        print(f"(a) vLLM 0.32 (chat, template): {bad} mismatches in {later} later turns = "
-              f"{100 * bad / later:.2f} per 100 later turns")
+        _print_mismatches("vLLM 0.32 (chat, template)", *_later_turn_mismatches(run, multiturn, tokenize))
         runs = {}
         for label, hogs in (("unloaded", 0), ("CPU hog", 2)):
             processes = _hog(hogs) if hogs else []
@@ -156,9 +169,7 @@ def section_llamacpp(args, multiturn: Path) -> None:
              "--max-tokens", str(args.max_tokens), "--prompt-mode", "completion")
         tokenize = lambda messages: _post(engine.url + "/tokenize", {  # noqa: E731
             "content": "\n\n".join(m["content"] for m in messages), "add_special": True})["tokens"]
-        bad, later = _later_turn_mismatches(run, multiturn, tokenize)
-        print(f"(a) llama.cpp (completion): {bad} mismatches in {later} later turns = "
-              f"{100 * bad / later:.2f} per 100 later turns")
+        _print_mismatches("llama.cpp (completion)", *_later_turn_mismatches(run, multiturn, tokenize))
 
 
 def _fresh(folder: Path) -> Path:

@@ -176,6 +176,13 @@ class TurnRecord:
     # The largest lag of the client's event loop while the request was in flight (None: not sampled;
     # speedbench.metrics.client_timing): chunk stamps wait for the loop too.
     client_loop_lag_ns: int | None = None
+    # Later turns: how the earlier answers entered the prompt (speedbench.tokenization.conversation):
+    # as the engine's ids; as text (a token crossing an answer's edge, a template that rewrites
+    # answers); and of those, how many leave tokens other than the engine's in the prompt (a
+    # mismatch with the conversation as the engine produced it). None on first turns.
+    prompt_answers_spliced: int | None = None
+    prompt_answers_as_text: int | None = None
+    prompt_answers_mismatched: int | None = None
     format_version: int = RECORD_FORMAT_VERSION
 
     @property

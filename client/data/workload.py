@@ -148,10 +148,11 @@ def encode_turn(tokenizer: TargetTokenizer, messages: list[dict[str, str]], prom
 
 
 def encode_turn_exact(tokenizer: TargetTokenizer, messages: list[dict[str, str]], prompt_mode: str,
-                      answer_ids: list[list[int] | None]) -> list[int]:
+                      answer_ids: list[list[int] | None]) -> conversation.TurnIds:
     """A later turn's prompt: the whole conversation encoded at once, with each earlier answer as the
-    ids the engine produced (``answer_ids[k]``, None: its text); :mod:`speedbench.tokenization.conversation`."""
-    return conversation.encode_turn_exact(tokenizer, messages, prompt_mode, answer_ids).ids
+    ids the engine produced (``answer_ids[k]``, None: its text), and how each answer entered
+    (:class:`speedbench.tokenization.conversation.TurnIds`)."""
+    return conversation.encode_turn_exact(tokenizer, messages, prompt_mode, answer_ids)
 
 
 def tokenize_first_turns(conversations: list[Conversation], tokenizer: TargetTokenizer, prompt_mode: str) -> None:

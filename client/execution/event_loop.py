@@ -128,13 +128,18 @@ async def run_conversation(ctx: _PhaseContext, conversation: Conversation, sched
         if failed_at is not None or ctx.budget_hit:
             break
         if turn_index == 0 and conversation.first_prompt_ids:
-            prompt_ids = conversation.first_prompt_ids
+            prompt_ids, answers = conversation.first_prompt_ids, None
         else:
-            prompt_ids = encode_turn_exact(ctx.tokenizer, messages, settings.prompt_mode, answer_ids)
+            answers = encode_turn_exact(ctx.tokenizer, messages, settings.prompt_mode, answer_ids)
+            prompt_ids = answers.ids
         started_unix = time.time()
         result = await stream_request(ctx.session, ctx.adapter, ctx.adapter.build_payload(prompt_ids),
                                       settings.request_timeout_s, settings.read_timeout_s)
         record = _turn_record(ctx, conversation, turn_index, key, prompt_ids, scheduled_ns, started_unix, result)
+        if answers is not None and turn_index:  # how the earlier answers entered (counted per later turn)
+            record.prompt_answers_spliced = answers.spliced_answers
+            record.prompt_answers_as_text = answers.reencoded_answers
+            record.prompt_answers_mismatched = answers.mismatched_answers
         ctx.writer.write(record)
         if ctx.on_record:
             ctx.on_record(record)

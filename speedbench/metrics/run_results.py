@@ -111,7 +111,26 @@ def _totals(ok: list[TurnRecord], measured: list[TurnRecord], acc: RecordAccepta
             "engine_draft_tokens": sum(r.engine_stats.draft_tokens or 0 for r in ok if r.engine_stats),
             "engine_decode_steps": cov.num_decode_steps if cov else 0,
             # None when the engine does not say which steps drafted (llama.cpp): unknown is not 0
-            "engine_drafted_steps": cov.num_drafted_steps if cov else None}
+            "engine_drafted_steps": cov.num_drafted_steps if cov else None,
+            **_later_turn_answers(ok)}
+
+
+def _later_turn_answers(ok: list[TurnRecord]) -> dict[str, int | None]:
+    """How the earlier answers entered the later turns' prompts (speedbench.tokenization.conversation;
+    None when no record says: first turns only, or records written before the fields existed)."""
+    later = [r for r in ok if r.turn_index and r.prompt_answers_spliced is not None]
+    return {"later_turns": len(later) if later else None,
+            **{f"later_turn_answers_{name}": sum(getattr(r, f"prompt_answers_{name}") or 0 for r in later)
+               if later else None for name in ("spliced", "as_text", "mismatched")}}
+
+
+def _later_turn_flags(totals: dict) -> list[str]:
+    mismatched = totals.get("later_turn_answers_mismatched")
+    if not mismatched:
+        return []
+    return [f"multi_turn_mismatch: {mismatched} earlier answer(s) in {totals['later_turns']} later-turn prompt(s) "
+            "entered as text whose tokens are not the engine's ids (a token of the whole encoding crosses the "
+            "answer's edge; docs/protocol.md)"]
 
 
 def _consistency(records: list[TurnRecord], draft_length: int | None,
@@ -151,6 +170,7 @@ def analyse_point(point: str, records: list[TurnRecord], engine: str, counter_en
     errors = Counter(r.error_kind for r in measured if not r.ok)
     first = measured[0] if measured else None
     health = client_timing(ok)
+    totals = _totals(ok, measured, acc)
     lag_flags = ([f"client_lag: {health.num_client_lagged} of {health.num_records} request(s) reached the client in "
                   "one read (a busy client), left out of the step latency, TPOT and per-user speed figures"]
                  if health.num_client_lagged else [])
@@ -166,8 +186,8 @@ def analyse_point(point: str, records: list[TurnRecord], engine: str, counter_en
         draft_length_given=draft_length is not None,
         primary_acceptance_source=acc.primary_name or ("counters" if counters else None),
         acceptance=sources, agreement=agreement, latency=latency.to_dict() if latency else None,
-        totals=_totals(ok, measured, acc),
-        flags=acc.flags + mismatch + flags + agreement_flags + consistency_flags + lag_flags,
+        totals=totals,
+        flags=acc.flags + mismatch + flags + agreement_flags + consistency_flags + lag_flags + _later_turn_flags(totals),
         consistency=consistency, client_timing=health.to_dict(), peers=peer_views(records, engine, counter_entry))
 
 

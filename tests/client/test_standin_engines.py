@@ -166,6 +166,11 @@ def test_multiturn_history_holds_the_models_answers(engine_runs, target_tokenize
             expected = (whole[:cuts[0]] + _standin_ids(lengths[0]) + whole[cuts[1]:cuts[2]]
                         + _standin_ids(lengths[1]) + whole[cuts[3]:])
         assert run["server"].truth[records[(row.question_id, 2)]["response_id"]]["prompt_ids"] == expected
+        # the records say how: both answers spliced as the engine's ids (TensorRT-LLM: no ids, none counted)
+        counts = [(records[(row.question_id, t)]["prompt_answers_spliced"], records[(row.question_id, t)][
+            "prompt_answers_as_text"], records[(row.question_id, t)]["prompt_answers_mismatched"]) for t in range(3)]
+        assert counts == ([(None, None, None), (0, 0, 0), (0, 0, 0)] if engine == "trtllm" else
+                          [(None, None, None), (1, 0, 0), (2, 0, 0)])
 
 
 @pytest.mark.parametrize("engine, source", [("vllm", "engine"), ("sglang", "engine"), ("openai", "engine"),

@@ -104,6 +104,9 @@ def test_later_turns_equal_vllm_tokenize_of_the_whole_conversation(vllm_template
             if index:
                 later += 1
                 assert record["prompt_sha256"] == prompt_sha256(_vllm_chat_ids(engine, messages)), record["record_key"]
+                # every earlier answer carried as the engine's ids (the template writes them verbatim)
+                assert (record["prompt_answers_spliced"], record["prompt_answers_as_text"],
+                        record["prompt_answers_mismatched"]) == (index, 0, 0), record["record_key"]
             messages.append({"role": "assistant", "content": record["output_text"]})
     assert later == 3
 

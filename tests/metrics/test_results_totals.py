@@ -1,4 +1,5 @@
-"""results.json totals: a count the engine does not give is null, never 0 (llama.cpp's drafted steps)."""
+"""results.json totals: a count the engine does not give is null, never 0 (llama.cpp's drafted steps);
+how the earlier answers entered later turns, summed from the records, with a flag for mismatches."""
 from __future__ import annotations
 
 from speedbench.metrics.run_results import analyse_point
@@ -28,3 +29,23 @@ def test_vllm_drafted_steps_are_counted():
                            acceptance_histogram=[0, 1, 1, 1], draft_length=3, drafted_steps=3)
     totals = analyse_point("c1", [_record("c1/a/0", vllm)], "vllm", None, 0.02, 0, draft_length=3).totals
     assert totals["engine_drafted_steps"] == 3
+
+
+def test_later_turn_answers_are_summed_and_mismatches_flagged():
+    """Three turns of one row: turn 1 carried its answer as the engine's ids, turn 2 one answer as ids and
+    one as text that is not the engine's (a mismatch): by hand, 2 later turns, 2 spliced, 1 as text, 1 mismatched."""
+    stats = EngineSpecStats(source="vllm.metrics", verify_steps=3, draft_tokens=9, accepted_tokens=6,
+                            acceptance_histogram=[0, 1, 1, 1], draft_length=3, drafted_steps=3)
+    records = []
+    for turn, counts in enumerate([(None, None, None), (1, 0, 0), (1, 1, 1)]):
+        record = _record(f"c1/a/{turn}", stats)
+        record.turn_index, record.num_turns = turn, 3
+        record.prompt_answers_spliced, record.prompt_answers_as_text, record.prompt_answers_mismatched = counts
+        records.append(record)
+    point = analyse_point("c1", records, "vllm", None, 0.02, 0, draft_length=3)
+    assert {k: v for k, v in point.totals.items() if "later" in k} == {
+        "later_turns": 2, "later_turn_answers_spliced": 2, "later_turn_answers_as_text": 1,
+        "later_turn_answers_mismatched": 1}
+    assert [f for f in point.flags if f.startswith("multi_turn_mismatch: 1 earlier answer(s) in 2 later-turn")]
+    first_turns = analyse_point("c1", records[:1], "vllm", None, 0.02, 0, draft_length=3)
+    assert first_turns.totals["later_turns"] is None and not any("multi_turn" in f for f in first_turns.flags)
