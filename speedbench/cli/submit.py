@@ -111,8 +111,8 @@ def _run_draft_length(run_dir: Path) -> int | None:
 def _dry_run(bundle: bytes) -> int:
     from speedbench.leaderboard.known_builds import KnownBuilds
     from speedbench.leaderboard.schema import BundleRejected
-    from speedbench.leaderboard.validate import ValidatedBundle, check_names, compute_entry_metrics, parse_bundle
-    from speedbench.leaderboard.validate import read_runs
+    from speedbench.leaderboard.validate import (
+        ValidatedBundle, check_names, compute_entry_metrics, parse_bundle, read_runs)
 
     try:  # the Space's checks, but the names are compared with the packaged known ids only
         builds = KnownBuilds.load()
