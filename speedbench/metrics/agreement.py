@@ -26,8 +26,14 @@ from speedbench.metrics.record_acceptance import RecordAcceptance
 from speedbench.records import MAX_TOKENS_REASONS
 
 
-def counter_summary(engine: str, entry: dict | None, num_requests: int) -> dict | None:
-    """The ``counters`` source of one load point from its ``counters.jsonl`` entry (None if absent)."""
+def counter_summary(engine: str, entry: dict | None, num_requests: int, placeholder_steps: int = 0,
+                    draft_length: int | None = None) -> dict | None:
+    """The ``counters`` source of one load point from its ``counters.jsonl`` entry (None if absent).
+
+    ``placeholder_steps``: vLLM prefix-cache placeholder steps the point's records identify
+    (``speedbench.metrics.steps``); the counters count each as a drafted step of ``draft_length``
+    drafted tokens that accepted none, so they are taken out here as from the engine's per-request
+    figures (same definition for both sources), the uncorrected figures kept under ``uncorrected``."""
     if not entry:
         return None
     delta = (entry["delta"], entry.get("delta_per_position") or {}) if "delta" in entry else \
@@ -39,6 +45,11 @@ def counter_summary(engine: str, entry: dict | None, num_requests: int) -> dict 
         return None
     result: dict[str, Any] = {"source": counters.source, "complete": bool(entry.get("complete")),
                               "raw_delta": {k: v for k, v in delta[0].items() if "spec" in k or "token" in k}}
+    uncorrected = None
+    if placeholder_steps and draft_length and None not in (counters.drafts, counters.draft_tokens):
+        uncorrected = {"num_drafted_steps": int(counters.drafts), "num_draft_tokens": int(counters.draft_tokens)}
+        counters.drafts = max(0.0, counters.drafts - placeholder_steps)
+        counters.draft_tokens = max(0.0, counters.draft_tokens - placeholder_steps * draft_length)
     if None not in (counters.drafts, counters.draft_tokens, counters.accepted_tokens):
         positions = counters.accepted_per_position
         summary = acceptance_from_counters(int(counters.drafts), int(counters.draft_tokens),
@@ -48,6 +59,10 @@ def counter_summary(engine: str, entry: dict | None, num_requests: int) -> dict 
         result.update(step_kind="drafted", acceptance_length_drafted=summary.acceptance_length,
                       num_drafted_steps=int(counters.drafts))
         result["al_definition"] = "1 + accepted / drafted steps (counter drafts = steps that carried a draft)"
+        if uncorrected is not None:
+            steps = uncorrected["num_drafted_steps"]
+            uncorrected["acceptance_length"] = float(acceptance_length_from_counts(steps, int(counters.accepted_tokens)))
+            result.update(num_prefix_cache_placeholder_steps=int(placeholder_steps), uncorrected=uncorrected)
     elif counters.verify_steps is not None and counters.generation_tokens is not None:
         # SGLang: every decode step verifies; generation tokens = one prefill token per request
         # + decode steps + accepted drafts.

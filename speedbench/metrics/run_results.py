@@ -159,6 +159,9 @@ def analyse_point(point: str, records: list[TurnRecord], engine: str, counter_en
     engine_k = reported_draft_length(ok)
     acc = record_acceptance(ok, resolve_draft_length(draft_length, engine_k, (counters or {}).get("draft_length")),
                             num_resamples)
+    placeholders = acc.engine_coverage.num_placeholder_steps if acc.engine_coverage else 0
+    if placeholders and counters is not None:  # the counters hold vLLM's placeholder steps too: same definition
+        counters = counter_summary(engine, counter_entry, len(ok), placeholders, acc.draft_length)
     mismatch = ([f"draft_length_mismatch: --draft-length {draft_length} but the engine reports K = {engine_k}"]
                 if draft_length and engine_k and draft_length != engine_k else [])
     sources, flags = _sources(acc, counters)

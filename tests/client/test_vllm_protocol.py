@@ -153,3 +153,10 @@ def test_prefix_cache_placeholder_step_on_a_warm_prompt(vllm_templated, models_d
     drafted = 2 * raw_cold["num_spec_steps"]
     assert engine_source["acceptance_length"] == pytest.approx(
         1 + 2 * raw_cold["num_accepted_draft_tokens"] / drafted, rel=1e-12)
+    # vLLM's Prometheus counters count the placeholder too: corrected the same way, the raw figures kept
+    counters = point["acceptance"]["counters"]
+    assert counters["num_prefix_cache_placeholder_steps"] == 1
+    assert counters["uncorrected"]["num_drafted_steps"] == drafted + 1
+    assert (counters["num_drafted_steps"], counters["num_draft_tokens"]) == (drafted, K * drafted)
+    assert counters["acceptance_length"] == pytest.approx(engine_source["acceptance_length"], rel=1e-12)
+    assert not [flag for flag in point["flags"] if flag.startswith("disagreement")], point["flags"]

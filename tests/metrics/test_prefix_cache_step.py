@@ -69,3 +69,31 @@ def test_warm_and_cold_report_the_same_acceptance():
 
 def test_phase_detail_starts_after_the_placeholder():
     assert per_step_accepted(WARM) == [3, 1, 2] == per_step_accepted(COLD)
+
+
+def test_counters_are_corrected_the_same_way():
+    """vLLM's Prometheus counters count the placeholder too: over COLD + WARM they say 7 drafted steps,
+    21 drafted tokens, 12 accepted. With the placeholder step the records identify, the counters source
+    is corrected the same way (by hand: 6 steps, 18 tokens, AL 1 + 12 / 6 = 3.0, the engine's), keeps the
+    uncorrected figures beside it, and no disagreement is flagged (7 vs 6 drafted steps was one)."""
+    from speedbench.metrics.run_results import analyse_point
+
+    entry = {"run_point": "c1", "complete": True,
+             "delta": {"vllm:spec_decode_num_drafts_total": 7.0, "vllm:spec_decode_num_draft_tokens_total": 21.0,
+                       "vllm:spec_decode_num_accepted_tokens_total": 12.0, "vllm:generation_tokens_total": 20.0},
+             "delta_per_position": {"0": 6.0, "1": 4.0, "2": 2.0}}
+    point = analyse_point("c1", [COLD, WARM], "vllm", entry, 0.02, 0, draft_length=K)
+    counters = point.acceptance["counters"]
+    assert (counters["num_drafted_steps"], counters["num_draft_tokens"], counters["num_accepted_tokens"]) == (6, 18, 12)
+    assert counters["acceptance_length"] == pytest.approx(3.0, rel=1e-12)
+    assert counters["num_prefix_cache_placeholder_steps"] == 1
+    assert counters["uncorrected"]["num_drafted_steps"] == 7
+    assert counters["uncorrected"]["acceptance_length"] == pytest.approx(1 + 12 / 7, rel=1e-12)
+    assert point.acceptance["engine"]["acceptance_length"] == pytest.approx(3.0, rel=1e-12)
+    assert not [f for f in point.flags if f.startswith("disagreement")], point.flags
+    # the peer view stays what vLLM itself prints: its counters, placeholder included
+    cold_only = analyse_point("c1", [COLD], "vllm", dict(entry, delta={
+        "vllm:spec_decode_num_drafts_total": 3.0, "vllm:spec_decode_num_draft_tokens_total": 9.0,
+        "vllm:spec_decode_num_accepted_tokens_total": 6.0, "vllm:generation_tokens_total": 10.0},
+        delta_per_position={"0": 3.0, "1": 2.0, "2": 1.0}), 0.02, 0, draft_length=K)
+    assert "num_prefix_cache_placeholder_steps" not in cold_only.acceptance["counters"]
