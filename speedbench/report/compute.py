@@ -165,6 +165,7 @@ def point_row(run: RunFolder, point: dict, records: list[TurnRecord]) -> dict[st
         "achieved_concurrency": point.get("achieved_concurrency"), "run_span_s": latency.get("run_span"),
         "total_output_tokens": latency.get("total_output_tokens"),
         "max_tokens_share": _cut_at_max_tokens(finished) / ok if ok else None,
+        **_client_timing_cells(point.get("client_timing") or {}),
     }
     for quantity in LATENCY_QUANTITIES:
         stats = latency.get(quantity) or {}
@@ -184,6 +185,16 @@ def point_row(run: RunFolder, point: dict, records: list[TurnRecord]) -> dict[st
             if isinstance(other_summary, dict) and other_summary.get("acceptance_length") is not None:
                 row[f"acceptance_length_{other}"] = other_summary["acceptance_length"]
     return row
+
+
+def _client_timing_cells(timing: dict) -> dict[str, Any]:
+    """The point's client timing health (``speedbench.metrics.client_timing``): the share of requests
+    left out of the decode-time figures, chunks that shared a read, the event loop's lag (seconds)."""
+    lag = timing.get("loop_lag_ms") or {}
+    return {"client_lagged_share": timing.get("client_lagged_share"),
+            "chunks_sharing_a_read_share": timing.get("chunks_sharing_a_read_share"),
+            **{f"loop_lag_{stat}_s": lag[stat] / 1e3 if lag.get(stat) is not None else None
+               for stat in ("p50", "p99", "max")}}
 
 
 def _acceptance_rows(run: RunFolder, point: dict) -> tuple[list[dict], list[dict]]:

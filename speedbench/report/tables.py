@@ -99,7 +99,14 @@ TABLES: tuple[Table, ...] = (
         Column("mean_prompt_tokens", "mean ISL (tokens)"),
         Column("output_tps", "output TPS"), Column("user_tps_mean", "user TPS (mean)"),
         Column("user_tps_p50", "user TPS (p50)"), Column("acceptance_length", "AL"),
-        Column("max_tokens_share", "cut at max tokens", "pct")), lambda d: d.points),
+        Column("max_tokens_share", "cut at max tokens", "pct"),
+        Column("client_lagged_share", "client-lagged", "pct"),
+        Column("chunks_sharing_a_read_share", "chunks sharing a read", "pct"),
+        Column("loop_lag_p99_s", "client loop lag p99 (ms)", "ms")), lambda d: d.points,
+        "Client-lagged requests reached the client with their decode in one read (a busy client): they are left "
+        "out of the step latency, TPOT and per-user speed figures. Chunks sharing a read: chunks stamped with "
+        "the previous chunk's read (step times blurred). Loop lag: the client's event loop, per request the "
+        "largest lateness while it was in flight."),
     Table("speedup", "Speedup per concurrency: measured and Appendix-G estimate", (
         Column("dataset_config", "config"), Column("sd_label", "SD run"), Column("concurrency", "c", "int"),
         Column("output_tps_baseline", "baseline TPS"), Column("output_tps_sd", "SD TPS"),
