@@ -46,6 +46,8 @@ def test_seeded_order_within_a_category(dataset):
 def test_categories_and_per_category(dataset):
     rows = load_conversations(dataset, "qualitative", categories=["math", "humanities"], per_category=3)
     assert Counter(r.category for r in rows) == {"humanities": 3, "math": 3}
+    # round-robin in name order, whatever order --categories names them in
+    assert [r.category for r in rows] == ["humanities", "math"] * 3
     assert len(load_conversations(dataset, "qualitative", per_category=10)) == 10 + 10 + 5
 
 

@@ -58,13 +58,18 @@ def test_results_leave_lagged_records_out_of_latency_and_report_them():
     a = _record([ms * t for t in (10, 20, 30, 40, 50)], [1, 4, 2, 3, 1], "c4/a/0")
     b = _record([ms * t for t in (10, 20, 30, 40, 50)], [1, 4, 2, 3, 1], "c4/b/0")
     lagged = _record([50 * ms] * 5, [1, 4, 2, 3, 1], "c4/c/0")
-    point = analyse_point("c4", [a, b, lagged], "vllm", None, 0.02, 0, draft_length=3)
-    assert point.client_timing["num_client_lagged"] == 1 and point.client_timing["client_lagged_share"] == 1 / 3
+    # its first chunk read alone, the other four in one read 5 ms later: 10 tokens in 5 ms if it counted
+    late_decode = _record([45 * ms] + [50 * ms] * 4, [1, 4, 2, 3, 1], "c4/d/0")
+    point = analyse_point("c4", [a, b, lagged, late_decode], "vllm", None, 0.02, 0, draft_length=3)
+    assert point.client_timing["num_client_lagged"] == 2 and point.client_timing["client_lagged_share"] == 2 / 4
     latency = point.latency
-    assert latency["num_client_lagged"] == 1 and latency["total_output_tokens"] == 3 * 11
+    assert latency["num_client_lagged"] == 2 and latency["total_output_tokens"] == 4 * 11
     assert latency["step_latency"]["max"] == pytest.approx(0.010) == latency["step_latency"]["min"]
+    # per-user speed of the healthy two only: 10 tokens after the first in 40 ms = 250 tokens/s
     assert latency["user_tps"]["count"] == 2
-    assert any(flag.startswith("client_lag: 1 of 3 request(s)") for flag in point.flags)
+    assert latency["user_tps"]["max"] == pytest.approx(250.0) == latency["user_tps"]["min"]
+    assert latency["tpot_request_mean"]["max"] == pytest.approx(0.004)
+    assert any(flag.startswith("client_lag: 2 of 4 request(s)") for flag in point.flags)
     assert not point.consistency  # the lagged record is not an impossible engine
 
 
