@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from fnmatch import fnmatch
 from pathlib import Path
 
@@ -59,6 +60,15 @@ for _name, _value in {
     "TOKENIZERS_PARALLELISM": "false",
 }.items():
     os.environ[_name] = _value
+
+
+# The Ctrl-C tests send SIGINT to the processes they start. A launcher that ignores SIGINT (a
+# background job of a non-interactive shell, nohup, some CI runners) passes the ignored disposition
+# down through every exec, and a Python process that starts with SIGINT ignored never raises
+# KeyboardInterrupt: those tests would then measure the launcher, not Ctrl-C. This process takes the
+# handler a terminal gives Python, so the processes it starts get the default disposition again.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session", autouse=True)
