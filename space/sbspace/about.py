@@ -32,8 +32,8 @@ ABOUT = """
   load points at that input length, and the concurrency it was reached at; every load point is
   in Compare.
 - **Client-lagged % (max)**: the largest share, over the entry's load points, of requests whose
-  token chunks reached a busy client in one read: their decode timing is the client's, not the
-  engine's, so they are left out of that point's step latency, TPOT and user tokens/s (they
+  token chunks reached the client in one read, or in a burst faster than any engine decodes (a
+  busy client or server frontend): their decode timing is the delivery's, not the engine's, so they are left out of that point's step latency, TPOT and user tokens/s (they
   still count in its tokens and output tokens/s). Floored to 0.1%; each point's share is in the
   Pareto tooltip. A bundle with more than %MAX_LAGGED% at any load point is refused (`client.lag`).
 - **Trust**: `self-reported` until a maintainer reruns the entry independently and every figure agrees

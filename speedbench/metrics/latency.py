@@ -254,7 +254,7 @@ class LatencySummary(JsonDataclass):
     tokens_per_step: DistributionStats
     per_category: dict[str, dict]
     # Requests left out of the step latency, TPOT and per-user speed distributions because their
-    # decode reached the client in one read (speedbench.metrics.client_timing); counted elsewhere.
+    # decode reached the client in one read or a burst (speedbench.metrics.client_timing); counted elsewhere.
     num_client_lagged: int = 0
 
 
@@ -268,7 +268,7 @@ def summarize_latency(
     """All latency/throughput figures of a run, optionally split by category.
 
     ``timed`` (one bool per request, default all True) marks the requests whose chunk times are
-    the engine's: the others (client-lagged: their decode reached the client in one read) count in
+    the engine's: the others (client-lagged: their decode reached the client in one read or a burst) count in
     the tokens, throughput, TTFT and E2E (measured from the scheduled send, they include the
     client's own lateness by design) but not in the decode-time distributions (step latency, TPOT,
     per-user speed), which they would fill with zeros."""

@@ -175,7 +175,8 @@ def analyse_point(point: str, records: list[TurnRecord], engine: str, counter_en
     health = client_timing(ok)
     totals = _totals(ok, measured, acc)
     lag_flags = ([f"client_lag: {health.num_client_lagged} of {health.num_records} request(s) reached the client in "
-                  "one read (a busy client), left out of the step latency, TPOT and per-user speed figures"]
+                  "one read or a burst faster than any engine decodes (a busy client or server frontend), left out "
+                  "of the step latency, TPOT and per-user speed figures"]
                  if health.num_client_lagged else [])
     return PointResult(
         run_point=point, load_shape=first.load_shape if first else None,

@@ -103,7 +103,8 @@ TABLES: tuple[Table, ...] = (
         Column("client_lagged_share", "client-lagged", "pct"),
         Column("chunks_sharing_a_read_share", "chunks sharing a read", "pct"),
         Column("loop_lag_p99_s", "client loop lag p99 (ms)", "ms")), lambda d: d.points,
-        "Client-lagged requests reached the client with their decode in one read (a busy client): they are left "
+        "Client-lagged requests reached the client with their decode in one read or a burst faster than any "
+        "engine decodes (a busy client or server frontend): they are left "
         "out of the step latency, TPOT and per-user speed figures. Chunks sharing a read: chunks stamped with "
         "the previous chunk's read (step times blurred). Loop lag: the client's event loop, per request the "
         "largest lateness while it was in flight."),

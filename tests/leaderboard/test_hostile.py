@@ -114,8 +114,10 @@ def test_a_step_larger_than_k_plus_one(seeded_store, known_builds, valid_bundle,
 def test_one_nanosecond_steps(seeded_store, known_builds, valid_bundle, bundles):
     r = bundles.records(bundles.unpack(valid_bundle), "tp1k")[0]
     first = r["chunk_ns"][0]
+    # sent 1 ns before its first chunk: every token within nanoseconds of the send (the bound counts
+    # from the send, since a burst of delivery may squeeze chunk stamps together but not the send)
     data = edit_one(bundles, valid_bundle, run="tp1k", index=0, chunk_ns=[first + i for i in range(len(r["chunk_ns"]))],
-                    end_ns=first + len(r["chunk_ns"]))
+                    end_ns=first + len(r["chunk_ns"]), send_ns=first - 1)
     bundles.assert_rejected(seeded_store, known_builds, data, "bounds.user_tps", "chunk_ns")
 
 

@@ -7,7 +7,12 @@ from speedbench.metrics.client_timing import client_lagged, client_timing, share
 from speedbench.records import TurnRecord
 
 
-def _record(stamps, tokens, key="c4/q/0") -> TurnRecord:
+MS = 1_000_000
+
+
+def _record(stamps, tokens, key="c4/q/0", unit=MS) -> TurnRecord:
+    """A record whose chunks arrive at ``stamps`` (in ``unit`` ns: milliseconds unless said)."""
+    stamps = [t * unit for t in stamps]
     return TurnRecord(record_key=key, run_point="c4", load_shape="closed", requested_concurrency=4, request_rate=None,
                       question_id=key, category="coding", sub_category="", turn_index=0, num_turns=1, warmup=False,
                       worker=0, prompt_tokens=10, prompt_sha256="", scheduled_ns=0, send_ns=0, end_ns=max(stamps) + 1,
@@ -39,6 +44,17 @@ def test_lagged_records():
     assert client_lagged(_record([200, 200], [1, 4]))
 
 
+def test_a_burst_faster_than_any_engine_is_lagged():
+    """The real vLLM n-gram record of a loaded run (rounded): 5 chunks read at once, then the other 39
+    in one read 0.867 ms later. Between its first and last chunk 46 tokens in 0.867 ms: 53,000 tokens/s,
+    over the 20,000 no engine reaches, so its decode timing is the delivery's."""
+    burst = _record([0] * 5 + [867] * 39, [1, 1, 2, 1, 1] + [1] * 18 + [4] + [1] * 20, unit=1000)
+    assert client_lagged(burst)
+    # by hand at the bound: 4 + 4 tokens between the first and last chunk in 0.4 ms = 20,000 tokens/s: kept
+    assert not client_lagged(_record([0, 200, 400, 400], [1, 4, 4, 3], unit=1000))
+    assert client_lagged(_record([0, 199, 399, 399], [1, 4, 4, 3], unit=1000))  # 8 in 0.399 ms: over
+
+
 def test_point_figures():
     records = [ONE_READ, HEALTHY, SOME_SHARED, HALF_SHARED, DECODE_IN_ONE_READ]
     health = client_timing(records)
@@ -54,12 +70,11 @@ def test_results_leave_lagged_records_out_of_latency_and_report_them():
     speed come from the healthy two (gaps of 10 ms, by hand), the tokens from all three."""
     from speedbench.metrics.run_results import analyse_point
 
-    ms = 1_000_000
-    a = _record([ms * t for t in (10, 20, 30, 40, 50)], [1, 4, 2, 3, 1], "c4/a/0")
-    b = _record([ms * t for t in (10, 20, 30, 40, 50)], [1, 4, 2, 3, 1], "c4/b/0")
-    lagged = _record([50 * ms] * 5, [1, 4, 2, 3, 1], "c4/c/0")
+    a = _record([10, 20, 30, 40, 50], [1, 4, 2, 3, 1], "c4/a/0")
+    b = _record([10, 20, 30, 40, 50], [1, 4, 2, 3, 1], "c4/b/0")
+    lagged = _record([50] * 5, [1, 4, 2, 3, 1], "c4/c/0")
     # its first chunk read alone, the other four in one read 5 ms later: 10 tokens in 5 ms if it counted
-    late_decode = _record([45 * ms] + [50 * ms] * 4, [1, 4, 2, 3, 1], "c4/d/0")
+    late_decode = _record([45] + [50] * 4, [1, 4, 2, 3, 1], "c4/d/0")
     point = analyse_point("c4", [a, b, lagged, late_decode], "vllm", None, 0.02, 0, draft_length=3)
     assert point.client_timing["num_client_lagged"] == 2 and point.client_timing["client_lagged_share"] == 2 / 4
     latency = point.latency
@@ -78,7 +93,7 @@ def test_loop_lag_spread_per_point():
     records = []
     for i, lag_ms in enumerate([3, 1, 40, 2]):
         r = _record([100, 200], [1, 4], f"c4/q{i}/0")
-        r.client_loop_lag_ns = lag_ms * 1_000_000
+        r.client_loop_lag_ns = lag_ms * MS
         records.append(r)
     records.append(_record([100, 200], [1, 4], "c4/old/0"))  # a record written before the field: not counted
     assert client_timing(records).loop_lag_ms == {"requests": 4, "p50": 2.0, "p99": 40.0, "max": 40.0}
