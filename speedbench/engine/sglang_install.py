@@ -1,6 +1,7 @@
 """Install SGLang (PyPI ``sglang``) for CPUs into a venv of its own, with the known quirks handled.
 
-Run with any Python 3.11 (standard library only; ``make sglang`` calls it)::
+Run with any Python 3.11 (standard library and ``venv_install.py`` beside it only; ``make sglang``
+calls it)::
 
     python3 speedbench/engine/sglang_install.py .venv-sglang
 
@@ -24,11 +25,15 @@ Why a script and not one ``pip install sglang``:
 """
 from __future__ import annotations
 
-import argparse
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+if __package__:  # imported as speedbench.engine.sglang_install (tests)
+    from . import venv_install
+else:  # run as a file by `make sglang`: this folder is sys.path[0], speedbench is not importable
+    import venv_install
 
 
 SGLANG_VERSION = "0.5.23"
@@ -41,31 +46,6 @@ EXCLUDED = (
     "sgl-deep-ep", "sgl-deep-gemm", "sgl-flash-mla", "sglang-kernel", "tilelang",
     "torch-memory-saver", "torchaudio", "torchcodec", "av", "decord2",
 )
-STAMP = ".installed"
-
-
-def _run(*cmd: str) -> str:
-    print("+", " ".join(cmd), flush=True)
-    done = subprocess.run(cmd, check=True, text=True, stdout=subprocess.PIPE)
-    return done.stdout
-
-
-# Runs inside the new venv: the requirement strings of sglang that apply to this machine,
-# without torch/torchvision (installed first) and the excluded packages.
-_LIST_REQUIREMENTS = r"""
-import sys
-from importlib import metadata
-from packaging.requirements import Requirement
-skip = set(sys.argv[1].split(","))
-for line in metadata.requires("sglang") or []:
-    req = Requirement(line)
-    if req.marker is not None and not req.marker.evaluate({"extra": ""}):
-        continue
-    name = req.name.lower().replace("_", "-")
-    if name in ("torch", "torchvision") or name in skip:
-        continue
-    print(str(req).split(";")[0].strip())
-"""
 
 
 def stamp_text() -> str:
@@ -73,47 +53,24 @@ def stamp_text() -> str:
             f"without {','.join(EXCLUDED)}\n")
 
 
-def install(venv: Path, python: str = sys.executable, torch_index: str | None = None) -> None:
-    stamp = venv / STAMP
-    wanted = stamp_text()
-    if stamp.exists() and stamp.read_text() == wanted:
-        stamp.touch()  # newer than this script again, so make is satisfied
-        print(f"{venv}: already installed ({stamp})")
-        return
-    if not (venv / "bin" / "python").exists():
-        _run(python, "-m", "venv", str(venv))
-    py = str(venv / "bin" / "python")
-    pip = (py, "-m", "pip", "install", "-q", "--disable-pip-version-check")
-    _run(*pip, "--upgrade", "pip", "packaging")
-    torch = (f"torch=={TORCH_VERSION}", f"torchvision=={TORCHVISION_VERSION}")
-    _run(*pip, *(["--extra-index-url", torch_index] if torch_index else []), *torch)
-    _run(*pip, "--no-deps", f"sglang=={SGLANG_VERSION}")
-    requirements = _run(py, "-c", _LIST_REQUIREMENTS, ",".join(EXCLUDED)).split("\n")
-    # The torch pins are repeated so that no dependency can swap them for other builds.
-    _run(*pip, *torch, *[r for r in requirements if r.strip()])
-    present = [name for name in EXCLUDED
-               if subprocess.run([py, "-m", "pip", "show", "-q", name], stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.DEVNULL).returncode == 0]
-    if present:
-        _run(py, "-m", "pip", "uninstall", "-y", "-q", *present)
-    # The check that matters: SGLang's server module imports with our kernel stand-in in place.
+def _check(py: str) -> None:
+    """The check that matters: SGLang's server module imports with our kernel stand-in in place."""
     standin = Path(__file__).resolve().with_name("sglang_kernel_standin")
     env = {**os.environ, "PYTHONPATH": str(standin), "SGLANG_USE_CPU_ENGINE": "1"}
     print(f"+ {py} -c 'import sglang.srt.entrypoints.http_server' (PYTHONPATH={standin})", flush=True)
     subprocess.run([py, "-c", "import sglang, sglang.srt.entrypoints.http_server; "
                               "print('sglang', sglang.__version__)"], check=True, env=env)
-    stamp.write_text(wanted)
+
+
+def install(venv: Path, python: str = sys.executable, torch_index: str | None = None) -> None:
+    venv_install.install(
+        venv, stamp_text(), dist="sglang", version=SGLANG_VERSION,
+        torch=(f"torch=={TORCH_VERSION}", f"torchvision=={TORCHVISION_VERSION}"),
+        excluded=EXCLUDED, check=_check, python=python, torch_index=torch_index)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("venv", nargs="?", default=".venv-sglang", help="venv folder (default .venv-sglang)")
-    # Make passes $SPEEDBENCH_TORCH_INDEX here: this script runs under any python3, before
-    # speedbench is importable, so it reads no settings of its own.
-    parser.add_argument("--torch-index", default="", help="extra package index for torch (empty: none)")
-    args = parser.parse_args(argv)
-    install(Path(args.venv).resolve(), torch_index=args.torch_index or None)
-    return 0
+    return venv_install.main(argv, doc=__doc__, default_venv=".venv-sglang", install=install)
 
 
 if __name__ == "__main__":
