@@ -44,7 +44,7 @@ from speedbench.leaderboard.archive import ArchiveLimits  # noqa: E402
 from speedbench.leaderboard.known_builds import describe_dataset  # noqa: E402
 from speedbench.leaderboard.pack import pack_bundle  # noqa: E402
 from speedbench.leaderboard.runs import DEFAULT_CAPS  # noqa: E402
-from speedbench.leaderboard.synthetic import SimulatedEngine, make_dataset, make_run  # noqa: E402
+from speedbench.leaderboard.synthetic import SimulatedEngine, make_dataset, make_run, replicate_run  # noqa: E402
 
 MiB = 2**20
 META = {"model": "m/x", "drafter": "d", "sd_method": "eagle3", "engine": "vllm", "engine_version": "1", "gpu": "g",
@@ -55,23 +55,6 @@ MIXES = ["typical:8", "one-prompt:8", "long-chunks:4", "largest:4",
 
 def _load() -> str:
     return "load average %.2f %.2f %.2f" % os.getloadavg()
-
-
-def _replicate(run_dir: Path, out: Path, points: int, salt: int) -> Path:
-    """``run_dir``'s c1 records as load points c1..c<points>, each record's end moved by a few ns
-    (distinct per run and point: the board refuses the same records twice)."""
-    out.mkdir(parents=True, exist_ok=True)
-    lines = (run_dir / "records.jsonl").read_text().splitlines()
-    with open(out / "records.jsonl", "w", encoding="utf-8") as handle:
-        for c in range(1, points + 1):
-            for line in lines:
-                r = json.loads(line)
-                r.update(run_point=f"c{c}", requested_concurrency=c, record_key=f"c{c}/{r['question_id']}/0",
-                         end_ns=r["end_ns"] + salt * 100 + c)
-                handle.write(json.dumps(r) + "\n")
-    for name in ("manifest.json", "results.json"):
-        (out / name).write_bytes((run_dir / name).read_bytes())
-    return out
 
 
 def _tar(members: dict[str, bytes]) -> bytes:
@@ -119,10 +102,10 @@ def _datasets(root: Path) -> tuple[Path, Path, Path]:
 
 def _largest(root: Path, sd_base: Path, ar_base: Path, limits: ArchiveLimits) -> Path:
     points = DEFAULT_CAPS.max_points
-    baseline = _replicate(ar_base, root / "largest" / "baseline", points, salt=0)
+    baseline = replicate_run(ar_base, root / "largest" / "baseline", points, salt=0)
     runs, size = [], (baseline / "records.jsonl").stat().st_size
     while True:
-        run = _replicate(sd_base, root / "largest" / f"sd{len(runs)}", points, salt=len(runs) + 1)
+        run = replicate_run(sd_base, root / "largest" / f"sd{len(runs)}", points, salt=len(runs) + 1)
         one = (run / "records.jsonl").stat().st_size
         runs.append(run)
         size += one

@@ -32,7 +32,7 @@ from speedbench.leaderboard.known_builds import KnownBuilds, describe_dataset
 from speedbench.leaderboard.pack import pack_bundle
 from speedbench.leaderboard.runs import DEFAULT_CAPS
 from speedbench.leaderboard.store import LeaderboardStore
-from speedbench.leaderboard.synthetic import SimulatedEngine, make_dataset, make_run
+from speedbench.leaderboard.synthetic import SimulatedEngine, make_dataset, make_run, replicate_run
 from speedbench.leaderboard.validate import compute_entry_metrics, parse_bundle, submit_bundle
 
 MiB = 2**20
@@ -100,23 +100,6 @@ def typical(root: Path) -> None:
     print(_load())
 
 
-def _replicate(run_dir: Path, out: Path, points: int, salt: int = 0) -> Path:
-    """``run_dir``'s c1 records repeated as load points c1..c<points> (same work at every point), each
-    record's end moved by a few ns per run and point (the board refuses the same records twice)."""
-    out.mkdir(parents=True, exist_ok=True)
-    lines = (run_dir / "records.jsonl").read_text().splitlines()
-    with open(out / "records.jsonl", "w", encoding="utf-8") as handle:
-        for c in range(1, points + 1):
-            for line in lines:
-                r = json.loads(line)
-                r.update(run_point=f"c{c}", requested_concurrency=c, record_key=f"c{c}/{r['question_id']}/0",
-                         end_ns=r["end_ns"] + salt * 100 + c)
-                handle.write(json.dumps(r) + "\n")
-    for name in ("manifest.json", "results.json"):
-        (out / name).write_bytes((run_dir / name).read_bytes())
-    return out
-
-
 def largest(root: Path) -> None:
     limits = ArchiveLimits.from_env()
     t = time.perf_counter()
@@ -125,12 +108,12 @@ def largest(root: Path) -> None:
     sd_base = make_run(root / "big-sd", dataset, "throughput_1k", SimulatedEngine(), output_tokens=512, seed=11)
     ar_base = make_run(root / "big-ar", dataset, "throughput_1k", SimulatedEngine(speculative=False, step_time_s=0.014),
                        output_tokens=512, seed=12)
-    baseline = _replicate(ar_base, root / "largest" / "baseline", points)
+    baseline = replicate_run(ar_base, root / "largest" / "baseline", points)
     runs = []
     size = (baseline / "records.jsonl").stat().st_size
     one = None
     while True:
-        run = _replicate(sd_base, root / "largest" / f"sd{len(runs)}", points, salt=len(runs) + 1)
+        run = replicate_run(sd_base, root / "largest" / f"sd{len(runs)}", points, salt=len(runs) + 1)
         one = one or (run / "records.jsonl").stat().st_size
         runs.append(run)
         size += one

@@ -167,3 +167,21 @@ def make_run(run_dir: Path, dataset_dir: Path, config: str, engine: SimulatedEng
     (run_dir / RESULTS_NAME).write_text(json.dumps({"note": "client summary (not trusted by the board)"}) + "\n",
                                           encoding="utf-8")
     return run_dir
+
+
+def replicate_run(run_dir: Path, out: Path, points: int, salt: int = 0) -> Path:
+    """``run_dir``'s c1 records repeated as load points c1..c<points> (same work at every point), each
+    record's end moved by a few ns per ``salt`` and point (the board refuses the same records twice):
+    the benches' largest bundles."""
+    out.mkdir(parents=True, exist_ok=True)
+    lines = (run_dir / RECORDS_NAME).read_text().splitlines()
+    with open(out / RECORDS_NAME, "w", encoding="utf-8") as handle:
+        for c in range(1, points + 1):
+            for line in lines:
+                r = json.loads(line)
+                r.update(run_point=f"c{c}", requested_concurrency=c, record_key=f"c{c}/{r['question_id']}/0",
+                         end_ns=r["end_ns"] + salt * 100 + c)
+                handle.write(json.dumps(r) + "\n")
+    for name in (MANIFEST_NAME, RESULTS_NAME):
+        (out / name).write_bytes((run_dir / name).read_bytes())
+    return out
