@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,13 @@ def lite_dataset(tmp_path_factory) -> Path:
                            progress=False)
         write_dataset(folder, [available_configs()[name](ctx)], {"seed": 0, "options": options})
     return folder
+
+
+def write_plan(folder: Path, text: str) -> Path:
+    """``folder/plan.toml`` holding ``text``, dedented."""
+    path = folder / "plan.toml"
+    path.write_text(textwrap.dedent(text))
+    return path
 
 
 def llamacpp_variants(ks: str = "[2, 4]") -> str:

@@ -7,6 +7,7 @@ import pytest
 
 from speedbench.client.sweep.locate import KeyLines
 from speedbench.client.sweep.plan import PlanError, load_plan
+from tests.sweep.conftest import write_plan
 
 HEAD = """\
 title = "t"
@@ -39,9 +40,7 @@ command = "python3 -c pass --port {port}"
 
 
 def _plan(tmp_path, text: str):
-    path = tmp_path / "plan.toml"
-    path.write_text(textwrap.dedent(text))
-    return load_plan(path)
+    return load_plan(write_plan(tmp_path, text))
 
 
 def _refused(tmp_path, text: str) -> str:

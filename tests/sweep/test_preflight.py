@@ -9,11 +9,11 @@ import pytest
 from speedbench.client.sweep.plan import PlanError, load_plan
 from speedbench.client.sweep.runner import preflight
 from speedbench.client.sweep.units import plan_units
+from tests.sweep.conftest import write_plan
 
 
 def _plan(tmp_path, tokenizer, dataset):
-    path = tmp_path / "plan.toml"
-    path.write_text(f"""
+    plan = load_plan(write_plan(tmp_path, f"""
 tokenizer = "{tokenizer}"
 dataset = "{dataset}"
 [[workload]]
@@ -23,8 +23,7 @@ concurrency = [1]
 name = "ar"
 engine = "llamacpp"
 command = "python3 -c pass {{port}}"
-""")
-    plan = load_plan(path)
+"""))
     return plan, plan_units(plan, tmp_path / "out")
 
 

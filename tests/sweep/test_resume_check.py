@@ -13,13 +13,13 @@ from speedbench.client.sweep.runner import SweepRunner
 from speedbench.client.sweep.state import SweepState
 from speedbench.client.sweep.units import plan_units, unit_inputs
 from speedbench.records import RunManifest
+from tests.sweep.conftest import write_plan
 
 SERVER = "python3 -c pass {port} --speculation draft"
 
 
 def _plan(tmp_path, models_dir, dataset, *, max_tokens=8, resamples=20, command=SERVER):
-    path = tmp_path / "plan.toml"
-    path.write_text(f"""
+    return load_plan(write_plan(tmp_path, f"""
 tokenizer = "{models_dir}"
 dataset = "{dataset}"
 [run]
@@ -34,8 +34,7 @@ engine = "llamacpp"
 method = "draft"
 k = 2
 command = "{command}"
-""")
-    return load_plan(path)
+"""))
 
 
 def _measured_before(plan, out):

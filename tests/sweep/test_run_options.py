@@ -1,11 +1,10 @@
 """The sweep builds a unit's RunOptions exactly as `speedbench run` does from the same arguments."""
 from __future__ import annotations
 
-import textwrap
-
 from speedbench.cli import main
 from speedbench.client.sweep.plan import load_plan
 from speedbench.client.sweep.units import plan_units
+from tests.sweep.conftest import write_plan
 
 PLAN = """\
 tokenizer = "{tok}"
@@ -35,9 +34,7 @@ url = "http://127.0.0.1:8124"
 
 
 def test_unit_options_equal_speedbench_runs_own(tmp_path, models_dir, monkeypatch):
-    path = tmp_path / "plan.toml"
-    path.write_text(textwrap.dedent(PLAN.format(tok=models_dir)))
-    plan = load_plan(path)
+    plan = load_plan(write_plan(tmp_path, PLAN.format(tok=models_dir)))
     units = plan_units(plan, tmp_path / "out")
     assert [u.unit_id for u in units] == ["ngram-k3.throughput_1k.r1", "ngram-k3.throughput_1k.r2",
                                           "ar.throughput_1k.r1", "ar.throughput_1k.r2"]

@@ -10,7 +10,7 @@ import statistics
 import psutil
 
 from speedbench.cli import main
-from tests.sweep.conftest import llamacpp_variants, records
+from tests.sweep.conftest import llamacpp_variants, records, write_plan
 
 POINTS = {"lite_qualitative": ["c1", "c2"], "lite_throughput_1k": ["c1", "c2"]}
 
@@ -35,9 +35,7 @@ repeats = 2
 model = "stories260K"
 gpu = "cpu"
 """ + llamacpp_variants()
-    path = tmp_path / "plan.toml"
-    path.write_text(text)
-    return str(path)
+    return str(write_plan(tmp_path, text))
 
 
 def test_sweep_runs_every_point_once_and_reports_like_speedbench_report(tmp_path, lite_dataset, models_dir,
@@ -144,8 +142,7 @@ def test_a_variant_given_by_url_is_measured_and_left_running(tmp_path, lite_data
 
     monkeypatch.setenv("SPEEDBENCH_MODELS", str(models_dir))
     with LocalEngine(EngineConfig(speculation="none", n_parallel=2, n_ctx_per_slot=4096)) as engine:
-        plan = tmp_path / "plan.toml"
-        plan.write_text(f"""
+        plan = write_plan(tmp_path, f"""
 tokenizer = "{models_dir}"
 dataset = "{lite_dataset}"
 [[workload]]
@@ -174,8 +171,7 @@ def test_a_server_that_fails_to_start_is_reported_and_the_sweep_goes_on(tmp_path
 
     monkeypatch.setenv("SPEEDBENCH_MODELS", str(models_dir))
     broken = f"{shlex.quote(sys.executable)} -c \"import sys; sys.exit('cannot load model: out of memory')\" {{port}}"
-    plan = tmp_path / "plan.toml"
-    plan.write_text(f"""
+    plan = write_plan(tmp_path, f"""
 tokenizer = "{models_dir}"
 dataset = "{lite_dataset}"
 [[workload]]

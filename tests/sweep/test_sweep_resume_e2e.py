@@ -13,7 +13,7 @@ import subprocess
 
 import psutil
 
-from tests.sweep.conftest import llamacpp_variants, sweep_process
+from tests.sweep.conftest import llamacpp_variants, sweep_process, write_plan
 
 WAIT_S = 300  # an upper bound for a busy machine, never a measurement
 
@@ -32,9 +32,7 @@ concurrency = [1, 2]
 config = "lite_throughput_1k"
 concurrency = [1]
 """ + llamacpp_variants("[3]")
-    path = tmp_path / "plan.toml"
-    path.write_text(text)
-    return path
+    return write_plan(tmp_path, text)
 
 
 def _measured_lines(out) -> dict[str, list[bytes]]:
@@ -52,7 +50,7 @@ def _events(out) -> list[dict]:
 def _wait_for_new_records(process: subprocess.Popen, out, before: int, more: int = 3) -> None:
     """Until the sweep has written ``more`` measured records beyond ``before`` in total."""
     deadline = psutil.time.monotonic() + WAIT_S
-    while sum(len(v) for v in _measured_lines(out).values()) < before + more:
+    while _total(out) < before + more:
         assert process.poll() is None, process.communicate()[0]
         assert psutil.time.monotonic() < deadline, "the sweep wrote no records"
         try:
@@ -81,28 +79,25 @@ def _total(out) -> int:
     return sum(len(v) for v in _measured_lines(out).values())
 
 
+def _all_lines(out) -> set[bytes]:
+    return {line for lines in _measured_lines(out).values() for line in lines}
+
+
 def test_interrupted_three_ways_then_resumed_with_nothing_lost_or_rerun(tmp_path, lite_dataset, models_dir):
     env = {**os.environ, "SPEEDBENCH_MODELS": str(models_dir)}
     plan, out = _plan(tmp_path, lite_dataset, models_dir), tmp_path / "sweep"
     kept: set[bytes] = set()
 
-    # 1. Ctrl-C: the sweep stops its server, sets interrupted requests aside, exits 130
-    process = sweep_process(plan, out, env)
-    _wait_for_new_records(process, out, 0)
-    process.send_signal(signal.SIGINT)
-    output = process.communicate(timeout=WAIT_S)[0]
-    assert process.returncode == 130, output
-    assert _gone(_running_server(out))
-    kept |= {line for lines in _measured_lines(out).values() for line in lines}
-
-    # 1b. SIGTERM (a batch system's stop) is handled as Ctrl-C
-    process = sweep_process(plan, out, env)
-    _wait_for_new_records(process, out, _total(out))
-    process.send_signal(signal.SIGTERM)
-    output = process.communicate(timeout=WAIT_S)[0]
-    assert process.returncode == 130, output
-    assert _gone(_running_server(out))
-    kept |= {line for lines in _measured_lines(out).values() for line in lines}
+    # 1. Ctrl-C, then SIGTERM (a batch system's stop, handled as Ctrl-C): the sweep stops its server,
+    # sets interrupted requests aside, exits 130
+    for stop in (signal.SIGINT, signal.SIGTERM):
+        process = sweep_process(plan, out, env)
+        _wait_for_new_records(process, out, _total(out))
+        process.send_signal(stop)
+        output = process.communicate(timeout=WAIT_S)[0]
+        assert process.returncode == 130, output
+        assert _gone(_running_server(out))
+        kept |= _all_lines(out)
 
     # 2. SIGKILL of the sweep: its server goes too (parent-death signal); the next run reaps anyway
     process = sweep_process(plan, out, env)
@@ -110,7 +105,7 @@ def test_interrupted_three_ways_then_resumed_with_nothing_lost_or_rerun(tmp_path
     process.kill()
     process.communicate(timeout=WAIT_S)
     assert _gone(_running_server(out))
-    kept |= {line for lines in _measured_lines(out).values() for line in lines if b'"error":null' in line}
+    kept |= {line for line in _all_lines(out) if b'"error":null' in line}
 
     # 3. the server killed mid-run: reported with its log, failed requests set aside, next variant runs
     process = sweep_process(plan, out, env)
@@ -122,7 +117,7 @@ def test_interrupted_three_ways_then_resumed_with_nothing_lost_or_rerun(tmp_path
     assert f"variant {victim['variant']!r}: the server died" in output and "last lines of the server log" in output
     died = [e for e in _events(out) if e["event"] == "server_died"]
     assert died and died[-1]["variant"] == victim["variant"]
-    kept |= {line for lines in _measured_lines(out).values() for line in lines}
+    kept |= _all_lines(out)
 
     # 4. the same command again: only what is missing runs
     process = sweep_process(plan, out, env)
@@ -142,8 +137,7 @@ def test_interrupted_three_ways_then_resumed_with_nothing_lost_or_rerun(tmp_path
         config = run.split(".")[1]
         turns = {(r["question_id"], r["turn_index"]) for r in records}
         assert len(keys) == points[config] * len(turns) and len({q for q, _ in turns}) == rows[config], run
-    everything = {line for lines in final.values() for line in lines}
-    assert {line for line in kept if b'"error":null' in line} <= everything  # nothing measured was lost
+    assert {line for line in kept if b'"error":null' in line} <= _all_lines(out)  # nothing measured was lost
     for dropped in (out / "runs").glob("*/records.dropped.jsonl"):  # set aside: only failed requests
         assert all(json.loads(line)["error"] for line in dropped.read_text().splitlines())
     assert all(_gone(e) for e in _events(out) if e["event"] == "server_started")

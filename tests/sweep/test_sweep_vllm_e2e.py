@@ -11,7 +11,7 @@ import psutil
 import pytest
 
 from speedbench.cli import main
-from tests.sweep.conftest import records
+from tests.sweep.conftest import records, write_plan
 
 
 @pytest.fixture(scope="module")
@@ -28,8 +28,7 @@ def test_vllm_draft_k3_and_baseline(tmp_path, lite_dataset, models_dir, monkeypa
     monkeypatch.setenv("SPEEDBENCH_MODELS", str(models_dir))
     serve = (f"speedbench serve --engine vllm --port {{port}} --parallel 2 --max-model-len 4096 "
              f"--work-dir {tmp_path / 'vllm-work'}")
-    plan = tmp_path / "plan.toml"
-    plan.write_text(f"""
+    plan = write_plan(tmp_path, f"""
 title = "vLLM sweep"
 tokenizer = "{models_dir}"
 dataset = "{lite_dataset}"

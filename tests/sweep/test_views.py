@@ -2,14 +2,14 @@
 random vs real, Pareto medians; expected values written out by hand."""
 from __future__ import annotations
 
-import textwrap
-
 from speedbench.client.sweep.plan import load_plan
 from speedbench.client.sweep.units import plan_units
 from speedbench.client.sweep.views import best_draft_rows, declared_pairs, pareto_points, random_vs_real
+from tests.sweep.conftest import write_plan
+
 
 def _plan(tmp_path):
-    text = textwrap.dedent("""\
+    text = """\
         tokenizer = "tok"
         dataset = "ds"
         repeats = 2
@@ -43,10 +43,8 @@ def _plan(tmp_path):
         engine = "vllm"
         command = "python3 -c pass {port}"
         gpus = 2
-        """)
-    path = tmp_path / "plan.toml"
-    path.write_text(text)
-    return load_plan(path)
+        """
+    return load_plan(write_plan(tmp_path, text))
 
 
 def _row(variant, workload, repeat, config, c, tps, user=10.0):
@@ -100,7 +98,7 @@ def test_declared_pairs_random_vs_real_and_pareto(tmp_path):
 def test_two_drafters_of_one_method_are_two_families(tmp_path):
     """EAGLE3 heads from two sources at K = 2 and 4 against one baseline: each head's best K from its
     own runs (one family per method keyed K -> runs kept only the second head's K = 2 and K = 4)."""
-    text = textwrap.dedent("""\
+    text = """\
         tokenizer = "tok"
         dataset = "ds"
         [[workload]]
@@ -133,10 +131,8 @@ def test_two_drafters_of_one_method_are_two_families(tmp_path):
         name = "ar"
         engine = "vllm"
         command = "python3 -c pass {port}"
-        """)
-    path = tmp_path / "plan.toml"
-    path.write_text(text)
-    plan = load_plan(path)
+        """
+    plan = load_plan(write_plan(tmp_path, text))
     tps = {"head-a-k2": 150.0, "head-a-k4": 120.0, "head-b-k2": 90.0, "head-b-k4": 140.0,
            "same-head-other-flags-k2": 200.0, "ar": 100.0}
     points = [_row(name, "throughput_8k", 1, "throughput_8k", 8, value) for name, value in tps.items()]
