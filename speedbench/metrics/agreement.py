@@ -21,7 +21,7 @@ from typing import Any
 
 from speedbench.metrics.acceptance_counters import acceptance_from_counters
 from speedbench.metrics.acceptance_formulas import acceptance_length_from_counts
-from speedbench.metrics.counter_sources import counter_acceptance, snapshot_delta
+from speedbench.metrics.counter_sources import CounterAcceptance, counter_acceptance, snapshot_delta
 from speedbench.metrics.record_acceptance import RecordAcceptance
 from speedbench.records import MAX_TOKENS_REASONS
 
@@ -64,37 +64,46 @@ def counter_summary(engine: str, entry: dict | None, num_requests: int, placehol
             uncorrected["acceptance_length"] = float(acceptance_length_from_counts(steps, int(counters.accepted_tokens)))
             result.update(num_prefix_cache_placeholder_steps=int(placeholder_steps), uncorrected=uncorrected)
     elif counters.verify_steps is not None and counters.generation_tokens is not None:
-        # SGLang: every decode step verifies; generation tokens = one prefill token per request
-        # + decode steps + accepted drafts.
-        steps = int(counters.verify_steps)
-        accepted = max(0, int(counters.generation_tokens) - steps - num_requests)
-        al = float(acceptance_length_from_counts(steps, accepted))
-        # Derived from emitted tokens, these accepted drafts exclude any accepted past max_tokens.
-        result.update(acceptance_length=al, acceptance_length_drafted=al, num_steps=steps,
-                      num_drafted_steps=steps, num_decode_steps=steps, num_accepted_tokens=accepted,
-                      tokens_per_decode_step=al if steps else None, step_kind="drafted",
-                      accepted_excludes_past_max_tokens=True,
-                      al_definition="1 + (generation tokens - verify steps - requests) / verify steps")
+        result.update(_verify_step_figures(counters, num_requests))
     elif counters.draft_tokens is not None and counters.accepted_tokens is not None:
         result["mean_acceptance_rate"] = (counters.accepted_tokens / counters.draft_tokens
                                           if counters.draft_tokens else None)
         result["num_draft_tokens"] = int(counters.draft_tokens)
         result["num_accepted_tokens"] = int(counters.accepted_tokens)
     if counters.generation_tokens is not None and counters.accepted_tokens is not None:
-        # Forward passes that produced tokens (prefill included): tokens - accepted drafts; less
-        # one prefill per request, the decode steps (short by the drafts accepted past max_tokens,
-        # which the counters count but never emitted).
-        result["num_token_steps"] = int(counters.generation_tokens - counters.accepted_tokens)
-        # Drafted steps are decode steps too (exact with draft-model speculation, every step drafting).
-        decode = max(result["num_token_steps"] - num_requests, int(counters.drafts or 0))
-        decode_tokens = int(counters.generation_tokens) - num_requests
-        if decode > 0 and result.get("num_decode_steps") is None:
-            result.update(num_decode_steps=decode, num_decode_tokens=decode_tokens,
-                          tokens_per_decode_step=decode_tokens / decode,
-                          decode_steps_note="max(drafted steps, generation tokens - accepted drafts - "
-                                            "requests): a lower bound when drafts were accepted past "
-                                            "max_tokens under partial drafting")
+        result.update(_token_step_figures(counters, num_requests, result.get("num_decode_steps") is not None))
     return result
+
+
+def _verify_step_figures(counters: CounterAcceptance, num_requests: int) -> dict[str, Any]:
+    """SGLang: every decode step verifies; generation tokens = one prefill token per request
+    + decode steps + accepted drafts."""
+    steps = int(counters.verify_steps)
+    accepted = max(0, int(counters.generation_tokens) - steps - num_requests)
+    al = float(acceptance_length_from_counts(steps, accepted))
+    # Derived from emitted tokens, these accepted drafts exclude any accepted past max_tokens.
+    return dict(acceptance_length=al, acceptance_length_drafted=al, num_steps=steps,
+                num_drafted_steps=steps, num_decode_steps=steps, num_accepted_tokens=accepted,
+                tokens_per_decode_step=al if steps else None, step_kind="drafted",
+                accepted_excludes_past_max_tokens=True,
+                al_definition="1 + (generation tokens - verify steps - requests) / verify steps")
+
+
+def _token_step_figures(counters: CounterAcceptance, num_requests: int, have_decode_steps: bool) -> dict[str, Any]:
+    """Forward passes that produced tokens (prefill included): tokens - accepted drafts; less one
+    prefill per request, the decode steps (short by the drafts accepted past max_tokens, which the
+    counters count but never emitted), unless another source already gave them."""
+    figures: dict[str, Any] = {"num_token_steps": int(counters.generation_tokens - counters.accepted_tokens)}
+    # Drafted steps are decode steps too (exact with draft-model speculation, every step drafting).
+    decode = max(figures["num_token_steps"] - num_requests, int(counters.drafts or 0))
+    decode_tokens = int(counters.generation_tokens) - num_requests
+    if decode > 0 and not have_decode_steps:
+        figures.update(num_decode_steps=decode, num_decode_tokens=decode_tokens,
+                       tokens_per_decode_step=decode_tokens / decode,
+                       decode_steps_note="max(drafted steps, generation tokens - accepted drafts - "
+                                         "requests): a lower bound when drafts were accepted past "
+                                         "max_tokens under partial drafting")
+    return figures
 
 
 def _relative(a: float | None, b: float | None) -> float | None:
