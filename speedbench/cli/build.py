@@ -37,6 +37,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--allow-short", action="store_true",
                         help="write a category whose candidate pool is smaller than asked "
                              "(noted in the dataset card) instead of failing")
+    _add_qualitative_options(parser)
+    parser.add_argument("--online", action="store_true",
+                        help="read the reference sources from the Hugging Face Hub (pinned "
+                             "revisions) instead of the mirror where an adapter knows how")
+    parser.add_argument("--hub-revisions", type=Path, default=None, metavar="JSON",
+                        help="with --online: a JSON file {hub_repo_id: commit} pinning the Hub sources "
+                             "(default: the pins in the adapters, else main resolved once and recorded "
+                             "in manifest.json)")
+    parser.add_argument("--push", metavar="REPO_ID", default=None,
+                        help="after building, upload the folder to this Hub dataset repo")
+    parser.add_argument("--private", action="store_true", help="with --push: create the repo private")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument("--placeholders", action="store_true",
+                        help="export mode for publishing: rows from sources that may not be "
+                             "redistributed become placeholders; 'speedbench resolve' fills them back")
+    parser.set_defaults(func=run)
+
+
+def _add_qualitative_options(parser: argparse.ArgumentParser) -> None:
+    """How a qualitative category's prompts are embedded, deduplicated and chosen."""
     parser.add_argument("--selector", default=BUILD_DEFAULTS.selector,
                         choices=["greedy_swap", "greedy", "qp", "random"],
                         help="qualitative: how the prompts of a category are chosen")
@@ -62,21 +82,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--dedup-threshold", type=float, default=BUILD_DEFAULTS.dedup_threshold,
                         help="qualitative: drop candidates whose cosine similarity to an earlier "
                              "one is at least this (FAISS); 1 disables")
-    parser.add_argument("--online", action="store_true",
-                        help="read the reference sources from the Hugging Face Hub (pinned "
-                             "revisions) instead of the mirror where an adapter knows how")
-    parser.add_argument("--hub-revisions", type=Path, default=None, metavar="JSON",
-                        help="with --online: a JSON file {hub_repo_id: commit} pinning the Hub sources "
-                             "(default: the pins in the adapters, else main resolved once and recorded "
-                             "in manifest.json)")
-    parser.add_argument("--push", metavar="REPO_ID", default=None,
-                        help="after building, upload the folder to this Hub dataset repo")
-    parser.add_argument("--private", action="store_true", help="with --push: create the repo private")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
-    parser.add_argument("--placeholders", action="store_true",
-                        help="export mode for publishing: rows from sources that may not be "
-                             "redistributed become placeholders; 'speedbench resolve' fills them back")
-    parser.set_defaults(func=run)
 
 
 def _resolve_sources(args: argparse.Namespace) -> Path:
