@@ -52,6 +52,22 @@ startup_timeout_s = 120
 """
 
 
+def running_children() -> set[int]:
+    """Pids of this test process's live descendants. A sweep test compares the set after the sweep
+    with the set before: other tests may leave session-long helpers behind (multiprocessing's
+    resource tracker, a reusable worker pool) that the sweep did not start."""
+    import psutil
+
+    alive = set()
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if child.is_running() and child.status() != psutil.STATUS_ZOMBIE:
+                alive.add(child.pid)
+        except psutil.NoSuchProcess:
+            pass
+    return alive
+
+
 def records(run_dir: Path) -> list[dict]:
     path = run_dir / "records.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []

@@ -7,10 +7,8 @@ from __future__ import annotations
 import json
 import statistics
 
-import psutil
-
 from speedbench.cli import main
-from tests.sweep.conftest import llamacpp_variants, records, write_plan
+from tests.sweep.conftest import llamacpp_variants, records, running_children, write_plan
 
 POINTS = {"lite_qualitative": ["c1", "c2"], "lite_throughput_1k": ["c1", "c2"]}
 
@@ -43,6 +41,7 @@ def test_sweep_runs_every_point_once_and_reports_like_speedbench_report(tmp_path
     monkeypatch.setenv("SPEEDBENCH_MODELS", str(models_dir))
     out = tmp_path / "sweep"
     plan = _plan(tmp_path, lite_dataset, models_dir)
+    children_before = running_children()
     assert main(["sweep", plan, "--out", str(out), "--no-progress", "--resamples", "50"]) == 0, capsys.readouterr()
     expected_runs = sorted(f"{v}.{w}.r{r}" for v in ("draft-k2", "draft-k4", "baseline")
                            for w, repeats in (("lite_qualitative", 1), ("lite_throughput_1k", 2))
@@ -62,7 +61,7 @@ def test_sweep_runs_every_point_once_and_reports_like_speedbench_report(tmp_path
         stop = json.loads(attempt.read_text())["stop"]
         assert stop["gone"] and stop["port_free"], attempt
         assert (attempt.parent / attempt.name.replace(".json", ".metrics-before.prom")).exists()
-    assert [c for c in psutil.Process().children(recursive=True) if c.is_running()] == []
+    assert running_children() - children_before == set()  # the sweep's own processes are gone
     _report_equals_speedbench_report(out, runs, tmp_path)
     _best_k_by_hand(out)
     # a second invocation finds everything done: no server starts, nothing rerun

@@ -7,11 +7,10 @@ from __future__ import annotations
 import json
 import statistics
 
-import psutil
 import pytest
 
 from speedbench.cli import main
-from tests.sweep.conftest import records, write_plan
+from tests.sweep.conftest import records, running_children, write_plan
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +53,7 @@ engine = "vllm"
 command = "{serve} --speculation none"
 """)
     out = tmp_path / "sweep"
+    children_before = running_children()
     code = main(["sweep", str(plan), "--out", str(out), "--no-progress", "--resamples", "50"])
     assert code == 0, capsys.readouterr()
     runs = sorted(p.name for p in (out / "runs").iterdir())
@@ -71,7 +71,7 @@ command = "{serve} --speculation none"
         assert info["stop"]["gone"] and info["stop"]["processes"] >= 2, attempt  # supervisor + vLLM
         assert info["description"]["engine_version"], attempt
         assert "vllm:" in (attempt.parent / attempt.name.replace(".json", ".metrics-after.prom")).read_text()
-    assert [c for c in psutil.Process().children(recursive=True) if c.is_running()] == []
+    assert running_children() - children_before == set()  # the sweep's own processes are gone
     report = json.loads((out / "report" / "report.json").read_text())
     separate = tmp_path / "separate"
     assert main(["report", *[str(out / "runs" / r) for r in runs], "--out", str(separate), "--resamples", "50"]) == 0
