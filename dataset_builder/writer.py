@@ -25,6 +25,7 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from speedbench.dataset_builder.registry import BuiltConfig
+from speedbench.dataset_card import configs_yaml as card_configs_yaml
 from speedbench.fingerprint import file_sha256
 from speedbench.schema import ARROW_SCHEMA, DatasetRow, rows_to_table
 
@@ -76,16 +77,10 @@ def present_configs(out_dir: Path) -> list[str]:
     return ordered_configs({p.name for p in data.iterdir() if p.is_dir() and any(p.glob("*.parquet"))})
 
 
-def configs_yaml(configs: list[str]) -> str:
+def configs_yaml(out_dir: Path, configs: list[str]) -> str:
     """The card's YAML ``configs:`` block; the qualitative config (else the first) is the default."""
     default = DEFAULT_CONFIG if DEFAULT_CONFIG in configs else (configs[0] if configs else None)
-    lines = ["configs:"]
-    for name in configs:
-        lines += [f"- config_name: {name}", "  data_files:", "  - split: test",
-                  f"    path: data/{name}/test-*.parquet"]
-        if name == default:
-            lines.append("  default: true")
-    return "\n".join(lines)
+    return card_configs_yaml(out_dir, configs, default)
 
 
 def _hash_source_files(paths: list[Path], sources_root: Path | None) -> dict[str, str]:
@@ -179,7 +174,7 @@ def render_card(out_dir: Path, manifest: dict, template: Path = CARD_TEMPLATE) -
     languages_yaml = "language:\n" + "\n".join(f"- {code}" for code in sorted(languages or {"en"}))
     text = template.read_text(encoding="utf-8")
     replacements = {
-        "{{configs_yaml}}": configs_yaml(configs),
+        "{{configs_yaml}}": configs_yaml(out_dir, configs),
         "{{languages_yaml}}": languages_yaml,
         "{{config_table}}": "\n".join(table),
         "{{config_sections}}": "\n\n".join(sections) or "_No config built yet._",

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from speedbench import __version__
+from speedbench.dataset_card import configs_yaml
 from speedbench.fingerprint import REFERENCE_LAYOUT_DIR, config_parquet_files, dataset_fingerprint, file_sha256
 from speedbench.schema import ARROW_SCHEMA, THROUGHPUT_BUCKETS, isl_bucket, placeholder_turns
 
@@ -127,12 +128,10 @@ def _write_parquet(path: Path, rows: list[dict[str, Any]]) -> Path:
     return path
 
 
-def _hub_card(configs: list[str]) -> str:
-    lines = ["---", "configs:"]
-    for name in configs:
-        lines += [f"- config_name: {name}", "  data_files:", "  - split: test", f"    path: data/{name}/test-*.parquet"]
-    return "\n".join(lines + ["---", "", "SPEED-Bench rows exported by speedbench export --layout llamacpp "
-                              "(resolved: no placeholder rows).", ""])
+def _hub_card(hub: Path, configs: list[str]) -> str:
+    return "\n".join(["---", configs_yaml(hub, configs), "---", "",
+                      "SPEED-Bench rows exported by speedbench export --layout llamacpp "
+                      "(resolved: no placeholder rows).", ""])
 
 
 def write_layout(layout: str, rows_by_config: dict[str, list[dict[str, Any]]], out_dir: Path) -> list[Path]:
@@ -149,7 +148,7 @@ def write_layout(layout: str, rows_by_config: dict[str, list[dict[str, Any]]], o
         files = [_write_parquet(hub / "data" / c / "test-00000-of-00001.parquet", rows)
                  for c, rows in rows_by_config.items()]
         card = hub / "README.md"
-        card.write_text(_hub_card(list(rows_by_config)), encoding="utf-8")
+        card.write_text(_hub_card(hub, list(rows_by_config)), encoding="utf-8")
         return files + [card]
     raise ExportError(f"--layout {layout!r}: expected one of {', '.join(LAYOUTS)}")
 

@@ -1,6 +1,7 @@
 """The dataset folder writer: parquet bytes, accumulating configs, card YAML, manifest, load_dataset offline."""
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pyarrow.parquet as pq
@@ -33,7 +34,6 @@ def test_configs_accumulate_and_qualitative_is_default(tmp_path):
     assert set(manifest["configs"]) == {"qualitative", "throughput_1k"}
     q = manifest["configs"]["qualitative"]
     assert q["rows"] == 3 and q["seed"] == 1
-    import hashlib
     assert q["source_files"] == {"source.txt": hashlib.sha256(b"hello\n").hexdigest()}
     rows = _rows("math", 3, "q")
     assert q["row_hashes"][rows[0].question_id] == row_content_hash(rows[0])
@@ -66,3 +66,26 @@ def test_load_dataset_offline_from_parent_folder(tmp_path, monkeypatch):
 def test_empty_config_is_refused(tmp_path):
     with pytest.raises(ValueError, match="no rows"):
         write_dataset(tmp_path, [BuiltConfig("qualitative", [])], {})
+
+
+def test_load_dataset_of_a_rebuilt_or_other_folder_gives_its_own_rows(tmp_path, monkeypatch):
+    """datasets caches a local folder by folder name, config and card metadata, not by content:
+    without the data sha256 in the card, a rebuild (or another folder named speed-bench) loaded the
+    rows cached for the first one."""
+    from datasets import load_dataset
+
+    cache = tmp_path / "hf-cache"  # one cache for every load, as on a user's machine
+
+    def build_and_load(parent, prefix, n):
+        write_dataset(parent / "speed-bench", [BuiltConfig("qualitative", _rows("qa", n, prefix))], {})
+        monkeypatch.chdir(parent)
+        return load_dataset("speed-bench", "qualitative", split="test", cache_dir=str(cache))["turns"]
+
+    assert build_and_load(tmp_path, "first", 4) == [[f"first question {i}?"] for i in range(4)]
+    assert build_and_load(tmp_path, "rebuilt", 2) == [["rebuilt question 0?"], ["rebuilt question 1?"]]
+    (tmp_path / "elsewhere").mkdir()
+    assert build_and_load(tmp_path / "elsewhere", "other", 3) == [[f"other question {i}?"] for i in range(3)]
+    yaml = (tmp_path / "speed-bench" / "README.md").read_text().split("---")[1]
+    parquet = data_file(tmp_path / "speed-bench", "qualitative")
+    by_hand = hashlib.sha256(f"{parquet.name} {hashlib.sha256(parquet.read_bytes()).hexdigest()}\n".encode()).hexdigest()
+    assert f'description: "data sha256 {by_hand}"' in yaml

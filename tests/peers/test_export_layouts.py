@@ -89,6 +89,24 @@ def test_llamacpp_layout_loads_as_nvidia_speed_bench(dataset, tmp_path, monkeypa
     assert [str(t).strip() for t in loaded[2]["turns"]] == rows[2]["turns"]
 
 
+def test_two_exports_load_their_own_rows_from_one_datasets_cache(dataset, tmp_path, monkeypatch):
+    """datasets caches a local folder by name, config and card metadata: two exports of different
+    rows (both nvidia/SPEED-Bench, same config) loaded the first one's rows before the card carried
+    each config's data sha256 (a llama.cpp user's second export would have measured the first)."""
+    from datasets import load_dataset
+
+    folder, rows = dataset
+    fewer = write_dataset(tmp_path / "fewer", story_rows(3), config=CONFIG)
+    cache = str(tmp_path / "hf-cache")
+    loaded = {}
+    for name, source in (("all", folder), ("fewer", fewer)):
+        assert export(source, "llamacpp", tmp_path / name) == 0
+        monkeypatch.chdir(tmp_path / name)
+        loaded[name] = [dict(row) for row in load_dataset("nvidia/SPEED-Bench", name=CONFIG, split="test", cache_dir=cache)]
+    assert loaded["all"] == rows
+    assert loaded["fewer"] == [row.to_dict() for row in story_rows(3)]
+
+
 def test_export_manifest_names_every_file_with_its_hash(dataset, tmp_path):
     folder, rows = dataset
     export(folder, "llamacpp", tmp_path / "out")
