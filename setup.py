@@ -1,11 +1,13 @@
 """Maps the top-level folders into one import namespace.
 
-dataset_builder/ -> speedbench.dataset_builder, client/ -> speedbench.client;
+dataset_builder/ -> speedbench.dataset_builder, client/ -> speedbench.client,
+sweep/ -> speedbench.sweep;
 metrics/ (evaluate modules) and space/ (the Gradio app) are not packages.
 """
 from setuptools import find_packages, setup
 
-MAPPED_FOLDERS = {"speedbench.dataset_builder": "dataset_builder", "speedbench.client": "client"}
+MAPPED_FOLDERS = {"speedbench.dataset_builder": "dataset_builder", "speedbench.client": "client",
+                  "speedbench.sweep": "sweep"}
 
 
 def _packages() -> list[str]:

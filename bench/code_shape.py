@@ -29,9 +29,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-GROUPS = ("core", "speedbench.cli", "client", "dataset_builder", "space", "metrics")
+GROUPS = ("core", "speedbench.cli", "client", "sweep", "dataset_builder", "space", "metrics")
 # The core must never import these (developer guide).
-FORBIDDEN = {("core", "client"), ("core", "dataset_builder")}
+FORBIDDEN = {("core", "client"), ("core", "dataset_builder"), ("core", "sweep"), ("client", "sweep")}
 
 
 @dataclass(frozen=True)
@@ -45,14 +45,14 @@ def group_of_module(module: str) -> str | None:
     """The package group of a dotted module name, or None for third-party."""
     parts = module.split(".")
     if parts[0] == "speedbench":
-        # setup.py maps client/ and dataset_builder/ into the speedbench namespace.
+        # setup.py maps client/, sweep/ and dataset_builder/ into the speedbench namespace.
         sub = parts[1] if len(parts) > 1 else ""
         if sub == "cli":
             return "speedbench.cli"
-        if sub in ("client", "dataset_builder"):
+        if sub in ("client", "sweep", "dataset_builder"):
             return sub
         return "core"
-    if parts[0] in ("client", "dataset_builder", "space", "metrics"):
+    if parts[0] in ("client", "sweep", "dataset_builder", "space", "metrics"):
         return parts[0]
     # space/app.py imports its own package as sbspace.
     if parts[0] == "sbspace":
@@ -65,7 +65,7 @@ def module_of_path(root: Path, path: Path) -> str:
     parts = list(rel.parts)
     if parts[0] == "space" and len(parts) > 1 and parts[1] == "sbspace":
         parts = parts[1:]
-    elif parts[0] in ("client", "dataset_builder"):
+    elif parts[0] in ("client", "sweep", "dataset_builder"):
         parts = ["speedbench"] + parts
     if parts[-1] == "__init__":
         parts = parts[:-1]
@@ -74,7 +74,7 @@ def module_of_path(root: Path, path: Path) -> str:
 
 def source_files(root: Path) -> list[Path]:
     files = []
-    for top in ("speedbench", "client", "dataset_builder", "space", "metrics"):
+    for top in ("speedbench", "client", "sweep", "dataset_builder", "space", "metrics"):
         files.extend(p for p in sorted((root / top).rglob("*.py")) if "__pycache__" not in p.parts)
     return files
 

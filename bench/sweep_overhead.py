@@ -69,7 +69,7 @@ def prepare(args) -> tuple[Path, Path, Path]:
 def run_sweep(plan, out: Path, log) -> tuple[float, dict, dict[str, float]]:
     """Sweep A; returns its wall time, its timings, and execute_run's wall time per run folder."""
     import speedbench.client.run.runner as client_runner
-    from speedbench.client.sweep.runner import SweepRunner
+    from speedbench.sweep.runner import SweepRunner
 
     original, walls = client_runner.execute_run, {}
 
@@ -95,9 +95,9 @@ def run_sweep(plan, out: Path, log) -> tuple[float, dict, dict[str, float]]:
 
 def run_one_by_one(plan, out: Path, log) -> tuple[dict[str, float], dict[str, float]]:
     """B: per variant a server (start not counted), one `speedbench run` process per unit."""
-    from speedbench.client.sweep import run_options
-    from speedbench.client.sweep.server import ServerProcess
-    from speedbench.client.sweep.units import plan_units
+    from speedbench.sweep import run_options
+    from speedbench.sweep.server import ServerProcess
+    from speedbench.sweep.units import plan_units
 
     walls, starts = {}, {}
     parser_keys = run_options.run_parser()
@@ -132,7 +132,7 @@ def main() -> int:
     parser.add_argument("--work", type=Path, default=None, help="where both sets of runs go (default: a temp folder)")
     args = parser.parse_args()
     from speedbench.cli.demo import DATASET_ENV, FITTED_ENV
-    from speedbench.client.sweep import load_plan
+    from speedbench.sweep import load_plan
 
     dataset, fitted, models = prepare(args)
     os.environ.update({DATASET_ENV: str(dataset), FITTED_ENV: str(fitted), "SPEEDBENCH_MODELS": str(models)})

@@ -23,10 +23,9 @@
   (warnings when an acceptance source is missing).
 - ``recording/``: ``writer.py`` (``records.jsonl`` appended per request-turn; resume),
   ``summary.py`` (the table printed at the end).
-- ``sweep/``: ``speedbench sweep PLAN``, above a run: each variant's server started, checked and
-  stopped in turn, one run per variant x workload x repeat, resume, the whole sweep's report and
-  leaderboard bundles (docs/sweep.md).
 
+``speedbench sweep`` (servers one at a time, one run per variant x workload x repeat) is the
+top-level ``sweep/`` folder (``speedbench.sweep``), beside the client, not inside it.
 ``results.json`` is computed by ``speedbench.metrics.run_results``; record and manifest types are
 in ``speedbench.records``. Stand-in engine servers for tests and benchmarks: ``tests/standins/``.
 """

@@ -59,7 +59,7 @@ def test_cli_defaults_come_from_settings():
 
 REPO = __import__("pathlib").Path(__file__).resolve().parents[1]
 # Reads that are not settings: a sweep plan's ${NAME} references and its PATH lookup.
-ENV_READ_ALLOWED = {"speedbench/settings.py", "client/sweep/plan.py"}
+ENV_READ_ALLOWED = {"speedbench/settings.py", "sweep/plan.py"}
 
 
 def _env_reads(path) -> list[int]:
@@ -88,7 +88,7 @@ def _env_reads(path) -> list[int]:
 
 def test_environment_variables_are_read_only_in_settings():
     found = {}
-    for top in ("speedbench", "client", "dataset_builder", "space"):
+    for top in ("speedbench", "client", "sweep", "dataset_builder", "space"):
         for path in (REPO / top).rglob("*.py"):
             rel = str(path.relative_to(REPO))
             if rel not in ENV_READ_ALLOWED and (lines := _env_reads(path)):

@@ -146,9 +146,9 @@ def fit_throughput(args, sources: Path, models: Path) -> Path:
 
 def sweep(args, dataset: Path, fitted: Path, models: Path):
     """``speedbench sweep PLAN --out OUT`` with the demo's folders; returns the report's files."""
-    from speedbench.client.sweep import PlanError, load_plan
-    from speedbench.client.sweep.report import write_sweep_report
-    from speedbench.client.sweep.runner import run_sweep
+    from speedbench.sweep import PlanError, load_plan
+    from speedbench.sweep.report import write_sweep_report
+    from speedbench.sweep.runner import run_sweep
 
     os.environ.update({DATASET_ENV: str(dataset), FITTED_ENV: str(fitted), "SPEEDBENCH_MODELS": str(models)})
     print(f"   speedbench sweep {args.plan} --out {args.out}   (dataset {dataset}, throughput prompts {fitted})")

@@ -199,7 +199,7 @@ def submit_to_space(bundle: bytes, space: str) -> dict:
 
 
 def run(args) -> int:
-    from speedbench.client.sweep.bundles import sweep_bundles
+    from speedbench.sweep.bundles import sweep_bundles
     from speedbench.leaderboard.pack import pack_bundle
     from speedbench.run_folder import RunFolderError
 

@@ -50,9 +50,9 @@ def _print_check(plan, units) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from speedbench.client.sweep.plan import PlanError, load_plan
-    from speedbench.client.sweep.runner import SweepRunner, preflight
-    from speedbench.client.sweep.units import plan_units
+    from speedbench.sweep.plan import PlanError, load_plan
+    from speedbench.sweep.runner import SweepRunner, preflight
+    from speedbench.sweep.units import plan_units
 
     try:
         plan = load_plan(args.plan)
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
               f"{args.out}/runs; rerun the same command to resume.", file=sys.stderr)
         return 130
     if not args.no_report:
-        from speedbench.client.sweep.report import write_sweep_report
+        from speedbench.sweep.report import write_sweep_report
 
         files = write_sweep_report(plan, outcome, args.out, num_resamples=args.resamples)
         for line in files.summary:

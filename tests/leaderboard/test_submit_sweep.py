@@ -7,8 +7,8 @@ import json
 import tarfile
 
 from speedbench.cli import main
-from speedbench.client.sweep.bundles import BUNDLES_DIR
-from speedbench.client.sweep.state import STATE_NAME
+from speedbench.sweep.bundles import BUNDLES_DIR
+from speedbench.sweep.state import STATE_NAME
 
 
 def test_a_sweep_folder_s_bundles_are_each_checked(tmp_path, valid_bundle, stats_bundle, known_builds_dir,

@@ -30,7 +30,7 @@ def test_a_missing_or_broken_manifest_is_named(tmp_path):
 def test_a_sweep_bundle_takes_its_metadata_from_the_typed_manifest(tmp_path, run_writer):
     from types import SimpleNamespace
 
-    from speedbench.client.sweep.bundles import bundle_metadata
+    from speedbench.sweep.bundles import bundle_metadata
 
     run = run_writer(tmp_path / "sd", speculative=True)
     variant = SimpleNamespace(drafter="d", method="draft_model", engine="llamacpp", k=4)

@@ -1,7 +1,7 @@
 """Best draft length over repeats: median, MAD and the uncertainty flag, checked by hand."""
 from __future__ import annotations
 
-from speedbench.client.sweep.choice import choose
+from speedbench.sweep.choice import choose
 
 
 def test_highest_median_wins_and_a_clear_gap_is_certain():

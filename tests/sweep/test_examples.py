@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from speedbench.client.sweep import load_plan
-from speedbench.client.sweep.units import check_units, plan_units
+from speedbench.sweep import load_plan
+from speedbench.sweep.units import check_units, plan_units
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "sweep"
 

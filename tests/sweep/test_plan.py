@@ -5,8 +5,8 @@ import textwrap
 
 import pytest
 
-from speedbench.client.sweep.locate import KeyLines
-from speedbench.client.sweep.plan import PlanError, load_plan
+from speedbench.sweep.locate import KeyLines
+from speedbench.sweep.plan import PlanError, load_plan
 from tests.sweep.conftest import write_plan
 
 HEAD = """\
@@ -163,7 +163,7 @@ def test_key_lines_follow_toml_structure():
 
 
 def test_a_unit_is_the_same_measurement_while_its_inputs_are(tmp_path):
-    from speedbench.client.sweep.units import plan_units, unit_sha256
+    from speedbench.sweep.units import plan_units, unit_sha256
 
     def shas(text):
         plan = _plan(tmp_path, text)

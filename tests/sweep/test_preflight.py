@@ -6,9 +6,9 @@ import shutil
 
 import pytest
 
-from speedbench.client.sweep.plan import PlanError, load_plan
-from speedbench.client.sweep.runner import preflight
-from speedbench.client.sweep.units import plan_units
+from speedbench.sweep.plan import PlanError, load_plan
+from speedbench.sweep.runner import preflight
+from speedbench.sweep.units import plan_units
 from tests.sweep.conftest import write_plan
 
 

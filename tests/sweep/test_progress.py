@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import io
 
-from speedbench.client.sweep.progress import SweepProgress
+from speedbench.sweep.progress import SweepProgress
 
 
 def test_points_advance_as_the_client_moves_on(tmp_path):

@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from speedbench.client.sweep.plan import PlanError, load_plan
-from speedbench.client.sweep.runner import SweepRunner
-from speedbench.client.sweep.state import SweepState
-from speedbench.client.sweep.units import plan_units, unit_inputs
+from speedbench.sweep.plan import PlanError, load_plan
+from speedbench.sweep.runner import SweepRunner
+from speedbench.sweep.state import SweepState
+from speedbench.sweep.units import plan_units, unit_inputs
 from speedbench.records import RunManifest
 from tests.sweep.conftest import write_plan
 
@@ -79,7 +79,7 @@ def test_a_run_measured_with_other_sampling_is_refused_before_its_server_starts(
 
 
 def test_what_does_not_change_the_measurement_may_change(tmp_path, models_dir, lite_dataset):
-    from speedbench.client.sweep.runner import preflight
+    from speedbench.sweep.runner import preflight
 
     out = tmp_path / "sweep"
     _measured_before(_plan(tmp_path, models_dir, lite_dataset), out)

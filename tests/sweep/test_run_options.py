@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from speedbench.cli import main
-from speedbench.client.sweep.plan import load_plan
-from speedbench.client.sweep.units import plan_units
+from speedbench.sweep.plan import load_plan
+from speedbench.sweep.units import plan_units
 from tests.sweep.conftest import write_plan
 
 PLAN = """\

@@ -7,8 +7,8 @@ import sys
 import psutil
 import pytest
 
-from speedbench.client.sweep.plan import Variant
-from speedbench.client.sweep.server import ServerProcess, ServerStartError, stop_tree
+from speedbench.sweep.plan import Variant
+from speedbench.sweep.server import ServerProcess, ServerStartError, stop_tree
 
 # An HTTP server on the given port that also starts a grandchild in a session of its own (as
 # vLLM's supervisor does), which a process-group signal alone would miss.

@@ -2,9 +2,9 @@
 random vs real, Pareto medians; expected values written out by hand."""
 from __future__ import annotations
 
-from speedbench.client.sweep.plan import load_plan
-from speedbench.client.sweep.units import plan_units
-from speedbench.client.sweep.views import best_draft_rows, declared_pairs, pareto_points, random_vs_real
+from speedbench.sweep.plan import load_plan
+from speedbench.sweep.units import plan_units
+from speedbench.sweep.views import best_draft_rows, declared_pairs, pareto_points, random_vs_real
 from tests.sweep.conftest import write_plan
 
 
@@ -147,7 +147,7 @@ def test_two_drafters_of_one_method_are_two_families(tmp_path):
 def test_position_rates_per_category_one_row_each(tmp_path):
     """The report's per-position rates of every category (not only "all"), one row per variant,
     point and category with a column per position."""
-    from speedbench.client.sweep.views import position_rate_rows
+    from speedbench.sweep.views import position_rate_rows
 
     plan = _plan(tmp_path)
     by_run = {u.unit_id: u for u in plan_units(plan, tmp_path)}
@@ -162,7 +162,7 @@ def test_position_rates_per_category_one_row_each(tmp_path):
 
 
 def test_an_uncertain_choice_is_highlighted_with_its_note_in_view(tmp_path):
-    from speedbench.client.sweep.report import html
+    from speedbench.sweep.report import html
 
     plan = _plan(tmp_path)
     points = [_row("eagle-k2", "throughput_8k", r, "throughput_8k", 8, v) for r, v in ((1, 100.0), (2, 110.0))]

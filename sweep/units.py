@@ -3,7 +3,7 @@
 The run options of a unit are the plan's ``[run]`` table, overridden by the workload's keys,
 overridden by the variant's ``[variant.run]``, plus what the sweep sets (engine, URL, dataset,
 config, tokenizer, run folder, and ``--draft-length`` = the variant's K, 0 for a baseline),
-parsed by ``speedbench run``'s own parser (``speedbench.client.sweep.run_options``).
+parsed by ``speedbench run``'s own parser (``speedbench.sweep.run_options``).
 """
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from speedbench.client.sweep import run_options
-from speedbench.client.sweep.plan import Plan, PlanError, Variant, Workload
+from speedbench.sweep import run_options
+from speedbench.sweep.plan import Plan, PlanError, Variant, Workload
 
 RUNS_DIR = "runs"
 PLACEHOLDER_URL = "http://127.0.0.1:1"

@@ -5,7 +5,7 @@ speedup comes from the ``ReportData`` that ``speedbench report`` computes for th
 folders (``speedbench.report.compute_report``), so the sweep's figures equal the report's by
 construction. What the sweep adds is what only the plan knows: which run belongs to which
 variant, workload and repeat, which baseline each variant declared, the medians over repeats,
-the best draft length per batch size (``speedbench.client.sweep.choice``) and random-token vs
+the best draft length per batch size (``speedbench.sweep.choice``) and random-token vs
 real-text throughput.
 """
 from __future__ import annotations
@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from speedbench.client.sweep.choice import choose
-from speedbench.client.sweep.plan import Plan
-from speedbench.client.sweep.units import Unit
+from speedbench.sweep.choice import choose
+from speedbench.sweep.plan import Plan
+from speedbench.sweep.units import Unit
 
 RANDOM_PREFIX = "random_"
 

@@ -8,6 +8,6 @@ own parser), ``units`` (one run folder per variant x workload x repeat), ``serve
 ``progress`` (the bar), ``runner`` (the loop), ``choice`` (best draft length over repeats),
 ``report`` (the whole sweep's report, built on ``speedbench report``), ``bundles`` (leaderboard).
 """
-from speedbench.client.sweep.plan import Plan, PlanError, load_plan
+from speedbench.sweep.plan import Plan, PlanError, load_plan
 
 __all__ = ["Plan", "PlanError", "load_plan"]

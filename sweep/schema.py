@@ -2,7 +2,7 @@
 
 Strict types (a string is never taken for a number) and no unknown keys, except in the tables of
 ``speedbench run`` options (``[run]``, a ``[[workload]]``'s own keys, ``[variant.run]``), whose
-keys are checked against ``speedbench run``'s own declaration (``speedbench.client.sweep.run_options``).
+keys are checked against ``speedbench run``'s own declaration (``speedbench.sweep.run_options``).
 """
 from __future__ import annotations
 

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from speedbench.client.sweep.plan import Plan, PlanError, Variant
-from speedbench.client.sweep.progress import SweepProgress
-from speedbench.client.sweep.records import drop_failed_since, records_size
-from speedbench.client.sweep.server import (
+from speedbench.sweep.plan import Plan, PlanError, Variant
+from speedbench.sweep.progress import SweepProgress
+from speedbench.sweep.records import drop_failed_since, records_size
+from speedbench.sweep.server import (
     ExternalServer,
     ServerProcess,
     ServerStartError,
@@ -27,8 +27,8 @@ from speedbench.client.sweep.server import (
     stop_tree,
     write_json,
 )
-from speedbench.client.sweep.state import SweepState
-from speedbench.client.sweep.units import Unit, check_units, plan_units, unit_inputs, unit_sha256
+from speedbench.sweep.state import SweepState
+from speedbench.sweep.units import Unit, check_units, plan_units, unit_inputs, unit_sha256
 
 SERVERS_DIR = "servers"
 ENGINE_NAME = "engine.json"  # read by speedbench.report (speculation, K, label)
@@ -51,7 +51,7 @@ def preflight(plan: Plan, units: list[Unit], out: Path) -> None:
     """What can be checked before any server starts: run options, datasets, tokenizer, and that
     the run folders already in ``out`` were measured as the plan says (``resume.check_resume``)."""
     from speedbench.client.data.workload import WorkloadError, config_files, resolve_dataset
-    from speedbench.client.sweep.resume import check_resume
+    from speedbench.sweep.resume import check_resume
     from speedbench.tokenization.target import TokenizerError, load_tokenizer
 
     check_units(plan, units)

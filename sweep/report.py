@@ -2,7 +2,7 @@
 
 ``OUT/report/`` is exactly what ``speedbench report OUT/runs/*`` writes (the same functions on
 the same folders). ``OUT/sweep.html`` / ``sweep.md`` / ``sweep.json`` add, from that report's own
-figures (``speedbench.client.sweep.views``): the variants and what became of them, AL per category and
+figures (``speedbench.sweep.views``): the variants and what became of them, AL per category and
 per-position rates per variant, speedup of each variant over the baseline it declared, the best
 draft length per batch size with its median and spread over repeats, random-token vs real-text
 throughput, and a Pareto figure per workload (throughput per GPU vs per-user speed, baselines
@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from speedbench.settings import NUM_RESAMPLES
-from speedbench.client.sweep.plan import Plan
-from speedbench.client.sweep.units import Unit
+from speedbench.sweep.plan import Plan
+from speedbench.sweep.units import Unit
 
 FIGURES_DIR = "figures"
 REPORT_DIR = "report"
@@ -133,7 +133,7 @@ def pareto_figures(views: dict, out: Path) -> list[Path]:
 def html(views: dict, title: str, failures: dict[str, str], figures: list[Path], provenance: dict) -> str:
     from jinja2 import Environment, PackageLoader, select_autoescape
 
-    env = Environment(loader=PackageLoader("speedbench.client.sweep", "templates"), autoescape=select_autoescape())
+    env = Environment(loader=PackageLoader("speedbench.sweep", "templates"), autoescape=select_autoescape())
     env.filters["cell"] = _cell
     tables = [(heading, _columns(columns, views.get(key) or []), views.get(key) or [])
               for heading, key, columns in TABLES]
@@ -164,8 +164,8 @@ def write_sweep_report(plan: Plan, outcome, out: str | Path, num_resamples: int 
     from speedbench.report import ReportOptions, compute_report, load_runs, write_report
     from speedbench.report import summary_lines as report_lines
     from speedbench.report.plots import draw_all
-    from speedbench.client.sweep.bundles import write_bundles
-    from speedbench.client.sweep.views import speedup_medians, sweep_views
+    from speedbench.sweep.bundles import write_bundles
+    from speedbench.sweep.views import speedup_medians, sweep_views
 
     out = Path(out)
     units: list[Unit] = [u for u in outcome.units if _has_measured(u.run_dir)]

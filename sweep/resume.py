@@ -16,10 +16,10 @@ import argparse
 import json
 from pathlib import Path
 
-from speedbench.client.sweep import run_options
-from speedbench.client.sweep.plan import Plan, PlanError
-from speedbench.client.sweep.state import SweepState
-from speedbench.client.sweep.units import PLACEHOLDER_URL, Unit, server_identity
+from speedbench.sweep import run_options
+from speedbench.sweep.plan import Plan, PlanError
+from speedbench.sweep.state import SweepState
+from speedbench.sweep.units import PLACEHOLDER_URL, Unit, server_identity
 from speedbench.records import MANIFEST_NAME
 
 SERVER_FIELDS = {"command": "server command", "url": "server url", "env": "server env", "cwd": "server cwd"}

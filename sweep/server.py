@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 import psutil
 
-from speedbench.client.sweep.plan import PORT, Variant, command_argv
+from speedbench.sweep.plan import PORT, Variant, command_argv
 
 HEALTH_POLL_S = 0.25  # between health probes while the model loads
 LOG_TAIL_CHARS = 4000
@@ -152,7 +152,7 @@ class ServerProcess:
             log.write(f"# speedbench sweep: {shlex.join(self.argv)}\n".encode())
             log.flush()
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "speedbench.client.sweep.launch", *self.argv], stdin=subprocess.DEVNULL,
+                [sys.executable, "-m", "speedbench.sweep.launch", *self.argv], stdin=subprocess.DEVNULL,
                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=variant.cwd,
                 env={**os.environ, **variant.env, "SPEEDBENCH_SWEEP_PID": str(os.getpid()), "PYTHONUNBUFFERED": "1"})
         try:

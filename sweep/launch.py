@@ -1,4 +1,4 @@
-"""``python -m speedbench.client.sweep.launch PROGRAM ARGS...``: exec the server, tied to the sweep's life.
+"""``python -m speedbench.sweep.launch PROGRAM ARGS...``: exec the server, tied to the sweep's life.
 
 The sweep starts each server through this shim in a new session (its own process group). The
 shim asks the kernel to send SIGTERM to the server when the sweep's process dies (``prctl
@@ -20,7 +20,7 @@ _PR_SET_PDEATHSIG = 1
 def main() -> None:
     argv = sys.argv[1:]
     if not argv:
-        sys.exit("usage: python -m speedbench.client.sweep.launch PROGRAM [ARGS...]")
+        sys.exit("usage: python -m speedbench.sweep.launch PROGRAM [ARGS...]")
     parent = settings.take_sweep_parent_pid()
     try:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)

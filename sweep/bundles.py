@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Callable
 
 from speedbench.run_folder import read_run_manifest
-from speedbench.client.sweep.plan import Plan
-from speedbench.client.sweep.units import Unit
+from speedbench.sweep.plan import Plan
+from speedbench.sweep.units import Unit
 
 BUNDLES_DIR = "bundles"
 
@@ -57,7 +57,7 @@ def write_bundles(plan: Plan, units: list[Unit], out: Path, log: Callable[[str],
 def sweep_bundles(paths: list[Path]) -> list[Path] | None:
     """The bundles of a sweep folder (``speedbench submit DIR`` with DIR written by ``speedbench
     sweep``); None when ``paths`` is not exactly one sweep folder."""
-    from speedbench.client.sweep.state import STATE_NAME
+    from speedbench.sweep.state import STATE_NAME
 
     if len(paths) != 1 or not (Path(paths[0]) / STATE_NAME).is_file():
         return None

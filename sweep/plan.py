@@ -22,9 +22,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from speedbench.settings import ENGINE_NAMES
-from speedbench.client.sweep import run_options
-from speedbench.client.sweep.locate import KeyLines
-from speedbench.client.sweep.schema import BASELINE_METHOD, PlanSpec, VariantSpec, WorkloadSpec
+from speedbench.sweep import run_options
+from speedbench.sweep.locate import KeyLines
+from speedbench.sweep.schema import BASELINE_METHOD, PlanSpec, VariantSpec, WorkloadSpec
 
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 PORT, K = "{port}", "{k}"
@@ -145,7 +145,7 @@ def _known_keys(loc: tuple) -> list[str]:
     if model is None and loc == ():
         model = PlanSpec
     if model is None and loc == ("submission",):
-        from speedbench.client.sweep.schema import SubmissionSpec as model  # noqa: N813
+        from speedbench.sweep.schema import SubmissionSpec as model  # noqa: N813
     return sorted(model.model_fields) if model else []
 
 
