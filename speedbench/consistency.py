@@ -53,7 +53,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from speedbench.metrics.client_timing import MAX_CLIENT_LAGGED_SHARE, MAX_USER_TPS, client_lagged
-from speedbench.metrics.steps import record_steps
+from speedbench.metrics.acceptance.steps import record_steps
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ i's ids are ``output_token_ids[o_i : o_i + chunk_tokens[i]]`` with ``o_i = sum(c
 ``EngineSpecStats`` (with the raw fields kept in ``raw``).
 
 Step definitions (one set, used by every engine adapter, the results, the report and the board;
-see ``speedbench.metrics.steps``):
+see ``speedbench.metrics.acceptance.steps``):
 
 - a *decode step* is one forward pass of the target model after the prefill; it emits
   ``1 + j`` tokens when it accepted ``j`` draft tokens, ``j = 0`` when it carried no draft;
@@ -55,7 +55,7 @@ Two figures follow, named everywhere: the *acceptance length over drafted steps*
 ``verify_steps`` (format version 1, kept) is the denominator of the engine's own AL: drafted
 steps for vLLM, SGLang and TensorRT-LLM, decode steps for llama.cpp (whose per-request timings do
 not say which steps drafted). Readers use ``decode_steps`` / ``drafted_steps`` when present and
-derive them from ``verify_steps`` otherwise (``speedbench.metrics.steps.record_steps``).
+derive them from ``verify_steps`` otherwise (``speedbench.metrics.acceptance.steps.record_steps``).
 """
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ the report (:mod:`speedbench.report`) and the board (:func:`speedbench.leaderboa
 from a bundle's members) all read through it, so each file is parsed in one place and each derived
 fact has one answer: the load points and their order, the ISL bucket
 (:func:`speedbench.schema.isl_bucket`), whether the run speculated and at what K
-(:mod:`speedbench.metrics.draft_length`).
+(:mod:`speedbench.metrics.acceptance.draft_length`).
 
 How strictly the bytes are held is the caller's :class:`ReadRules`. The default reads a folder
 the client wrote on this machine (a torn last line of a run killed mid-write is skipped: resume
@@ -26,7 +26,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from speedbench.metrics.draft_length import Speculation, run_speculation
+from speedbench.metrics.acceptance.draft_length import Speculation, run_speculation
 from speedbench.records import (
     COUNTERS_NAME,
     MANIFEST_NAME,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from speedbench.metrics.counter_sources import CounterAcceptance, counter_acceptance
+from speedbench.metrics.acceptance.counter_sources import CounterAcceptance, counter_acceptance
 from speedbench.options import option
 from speedbench.records import EngineSpecStats
 
@@ -158,7 +158,7 @@ class EngineAdapter:
 
     def counter_acceptance(self, delta: dict[str, float], per_position: dict[int, float]) -> CounterAcceptance | None:
         """Acceptance from counter deltas (``delta`` summed over labels except ``position``); the
-        counter names per engine live in ``speedbench.metrics.counter_sources``."""
+        counter names per engine live in ``speedbench.metrics.acceptance.counter_sources``."""
         return counter_acceptance(self.name, delta, per_position)
 
 

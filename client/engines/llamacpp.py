@@ -27,7 +27,7 @@ from typing import Any
 
 from speedbench.client.engines.base import EngineAdapter, StreamError, StreamState, get_json
 from speedbench.client.engines.openai import completion_payload, parse_openai_completion_event
-from speedbench.metrics.steps import derive_decode_steps
+from speedbench.metrics.acceptance.steps import derive_decode_steps
 from speedbench.records import EngineSpecStats
 
 

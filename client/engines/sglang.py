@@ -39,7 +39,7 @@ from speedbench.client.engines.base import (
     require,
 )
 from speedbench.client.engines.openai import completion_payload, parse_openai_completion_event
-from speedbench.metrics.steps import derive_decode_steps
+from speedbench.metrics.acceptance.steps import derive_decode_steps
 from speedbench.records import EngineSpecStats
 
 _HISTOGRAM_KEYS = ("spec_correct_drafts_histogram", "spec_accept_histogram", "spec_acceptance_histogram")
@@ -172,7 +172,7 @@ class SGLangAdapter(EngineAdapter):
             acceptance_histogram=histogram,
             # Neither the histogram (it grows only to the largest count accepted) nor
             # spec_cap_length (a per-step mean) is K: K comes from the server info (recorded in the
-            # manifest, read by speedbench.metrics.draft_length.server_draft_length) or the user.
+            # manifest, read by speedbench.metrics.acceptance.draft_length.server_draft_length) or the user.
             draft_length=self.draft_length,
             raw=raw,
             decode_steps=decode,
@@ -192,7 +192,7 @@ class SGLangAdapter(EngineAdapter):
             if server_info.get("version"):
                 info["engine_version"] = f"sglang {server_info['version']}"
             # speculative_eagle_topk > 1 means a draft tree: K is then its depth (num_steps), and
-            # num_draft_tokens - 1 its node count (speedbench.metrics.draft_length.server_draft_length).
+            # num_draft_tokens - 1 its node count (speedbench.metrics.acceptance.draft_length.server_draft_length).
             info["server_info"] = {k: server_info.get(k) for k in SERVER_INFO_KEYS if k in server_info}
         return info
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from speedbench.client.engines.base import EngineAdapter, StreamState
 from speedbench.client.engines.openai import completion_payload, parse_openai_completion_event
-from speedbench.metrics.steps import derive_decode_steps
+from speedbench.metrics.acceptance.steps import derive_decode_steps
 from speedbench.records import EngineSpecStats
 
 # Fields trtllm-serve's CompletionRequest declares (tensorrt_llm/serve/openai_protocol.py, 1.2);
@@ -98,7 +98,7 @@ def stats_from_perf_metrics(entry: dict[str, Any], output_tokens: int, draft_len
     """Exact per-request statistics from one ``/perf_metrics`` entry (None without speculation).
 
     Drafted steps are ``total_draft_tokens / K`` when K is known (every TensorRT-LLM drafted step
-    proposes K tokens); decode steps follow from the output length (``speedbench.metrics.steps``).
+    proposes K tokens); decode steps follow from the output length (``speedbench.metrics.acceptance.steps``).
     """
     spec = ((entry.get("perf_metrics") or {}).get("speculative_decoding")) or {}
     drafted, accepted = spec.get("total_draft_tokens"), spec.get("total_accepted_draft_tokens")

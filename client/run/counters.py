@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from speedbench.metrics.counter_sources import snapshot_delta
+from speedbench.metrics.acceptance.counter_sources import snapshot_delta
 
 
 
@@ -67,7 +67,7 @@ def parse_prometheus(text: str) -> CounterSnapshot:
 
 def counter_delta(before: CounterSnapshot, after: CounterSnapshot) -> tuple[dict[str, float], dict[int, float]]:
     """Differences after - before: (totals, per-position deltas of the accepted-per-position counter)
-    (``speedbench.metrics.counter_sources.snapshot_delta``, which reads saved snapshots too)."""
+    (``speedbench.metrics.acceptance.counter_sources.snapshot_delta``, which reads saved snapshots too)."""
     return snapshot_delta(before.to_dict(), after.to_dict()) or ({}, {})
 
 

@@ -2,11 +2,11 @@
 
 Counters are checked at the start, from the first scrape; the engine's per-request statistics
 after the first phase (warmup or the first load point), from its records, since only a response
-shows them. The flags per engine are ``speedbench.metrics.counter_sources.SOURCE_FLAGS``.
+shows them. The flags per engine are ``speedbench.metrics.acceptance.counter_sources.SOURCE_FLAGS``.
 """
 from __future__ import annotations
 
-from speedbench.metrics.counter_sources import SOURCE_FLAGS, counter_acceptance
+from speedbench.metrics.acceptance.counter_sources import SOURCE_FLAGS, counter_acceptance
 
 
 def counter_warnings(engine: str, metrics_path: str | None, snapshot) -> list[str]:

@@ -98,7 +98,7 @@ def _phase_metadata(args) -> dict:
 
 
 def _run_draft_length(run_dir: Path) -> int | None:
-    """K as the run folder says it (speedbench.metrics.draft_length: --draft-length, engine.json, the
+    """K as the run folder says it (speedbench.metrics.acceptance.draft_length: --draft-length, engine.json, the
     server's description, the engine's records); None when it says nothing or cannot be read."""
     from speedbench.run_folder import RunFolderError, read_run_folder
 

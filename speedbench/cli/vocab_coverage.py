@@ -8,7 +8,7 @@ named in the output, since re-encoded ids need not be the ids the model produced
 from the dataset's ``language`` column (the folder named in each run's manifest, or ``--dataset``).
 The math is :mod:`speedbench.metrics.vocab_coverage`; the file formats are
 :mod:`speedbench.tokenization.draft_vocab`. AL per category comes from the core's record path
-(:func:`speedbench.metrics.record_acceptance.record_acceptance`), the one the report uses.
+(:func:`speedbench.metrics.acceptance.from_records.record_acceptance`), the one the report uses.
 """
 from __future__ import annotations
 
@@ -221,7 +221,7 @@ def corpus_counts(spec: str | None, runs, outputs: Outputs, target_vocab_size) -
 
 def _category_al(run) -> dict[str, float]:
     """AL per category of an SD run, through the core's record path (the report's numbers)."""
-    from speedbench.metrics.record_acceptance import record_acceptance
+    from speedbench.metrics.acceptance.from_records import record_acceptance
 
     records = run.records
     summary = record_acceptance(records, run.draft_length, num_resamples=0, untrimmed=False).primary

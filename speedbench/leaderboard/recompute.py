@@ -5,7 +5,7 @@ Nothing a submitter computed is used: ``results.json`` is kept in the bundle for
 - acceptance: AL (step- and request-weighted) with bootstrap CIs, overall and per category,
   from the SD runs of the qualitative split (or, without one, from every SD run); from the
   engine's exact per-request statistics when every record has them, else from the streamed
-  chunk sizes (``speedbench.metrics.record_acceptance``, the path the client's results and the
+  chunk sizes (``speedbench.metrics.acceptance.from_records``, the path the client's results and the
   report use too; ``acceptance_source`` says which);
 - throughput: per run and load point, output TPS, user TPS, step latency and AL;
 - speedup: at each load point of an SD run on a throughput bucket (ISL) that has a baseline
@@ -20,7 +20,7 @@ import numpy as np
 from speedbench.metrics.acceptance import RequestAcceptance, compare_acceptance, summarize_acceptance
 from speedbench.metrics.load_point import appendix_g_estimate, point_concurrency, point_latency
 from speedbench.metrics.speedup import measured_speedup
-from speedbench.metrics.record_acceptance import primary_table
+from speedbench.metrics.acceptance.from_records import primary_table
 from speedbench.metrics.results import to_jsonable
 from speedbench.run_folder import RunFolder
 from speedbench.settings import NUM_RESAMPLES
@@ -36,7 +36,7 @@ _AL_KEYS = ("acceptance_length", "acceptance_length_ci", "acceptance_length_requ
 def request_acceptance(records, draft_length: int) -> tuple[RequestAcceptance | None, str | None]:
     """The metrics core's per-request acceptance table of these records, and its source.
 
-    The same choice as the client's results (``speedbench.metrics.record_acceptance``): the
+    The same choice as the client's results (``speedbench.metrics.acceptance.from_records``): the
     engine's exact per-request statistics when every record has them, otherwise the streamed
     chunk sizes (merged chunks detected and left out) when chunks are decoding steps; ``(None,
     None)`` when neither is (chunks of an OpenAI-compatible stream without statistics): no AL.

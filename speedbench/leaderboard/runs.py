@@ -23,7 +23,7 @@ from speedbench.consistency import DEFAULT_BOUNDS, PhysicalBounds, check_record
 from speedbench.leaderboard.archive import ArchiveLimits
 from speedbench.leaderboard.schema import RUN_FILES, BundleRejected, shown
 from speedbench.leaderboard.strict_json import iter_jsonl, loads_strict
-from speedbench.metrics.draft_length import server_draft_nodes
+from speedbench.metrics.acceptance.draft_length import server_draft_nodes
 from speedbench.records import RECORDS_NAME, RunManifest, TurnRecord
 from speedbench.run_folder import ReadRules, RunFolder, read_run_folder
 

@@ -37,11 +37,11 @@ chunks only. Same rule: step s is thinking iff ``p_s < e``.
 
 **Acceptance per phase.** Chunks: each record's stream is trimmed once as a whole
 (``TrimRules`` defaults: the lone prefill chunk and the cut last chunk dropped, multi-token
-chunks after a stall left out, as :func:`speedbench.metrics.record_acceptance.chunk_table`
+chunks after a stall left out, as :func:`speedbench.metrics.acceptance.from_records.chunk_table`
 does), the remaining steps are split by phase and handed, with nothing more trimmed, to
 :func:`requests_from_step_sizes` and :func:`summarize_acceptance`: per phase
 ``AL = 1 + accepted / steps``, ``AR_i`` and ``P(>= i)`` by the one set of formulas
-(:mod:`speedbench.metrics.acceptance_formulas`). Engine: ``h_j`` = steps of the phase with
+(:mod:`speedbench.metrics.acceptance.formulas`). Engine: ``h_j`` = steps of the phase with
 ``a_s = j``, through :func:`requests_from_histograms`.
 
 **Latency per phase.** Over the token-carrying chunks ``i >= 2`` (TTFT excluded), the gap
@@ -58,14 +58,14 @@ from typing import Any
 
 import numpy as np
 
-from speedbench.metrics.acceptance_summary import summarize_acceptance
-from speedbench.metrics.acceptance_tables import as_ragged_float, requests_from_histograms, requests_from_step_sizes
-from speedbench.metrics.acceptance_trimming import AcceptanceWarning, TrimRules, stalled_chunks, trim_step_sizes
-from speedbench.metrics.draft_length import statistics_draft_length
+from speedbench.metrics.acceptance.summary import summarize_acceptance
+from speedbench.metrics.acceptance.tables import as_ragged_float, requests_from_histograms, requests_from_step_sizes
+from speedbench.metrics.acceptance.trimming import AcceptanceWarning, TrimRules, stalled_chunks, trim_step_sizes
+from speedbench.metrics.acceptance.draft_length import statistics_draft_length
 from speedbench.metrics.latency import DistributionStats, distribution_stats
-from speedbench.metrics.record_acceptance import _chunks_verified
+from speedbench.metrics.acceptance.from_records import chunks_verified
 from speedbench.metrics.results import JsonDataclass
-from speedbench.metrics.steps import placeholder_step
+from speedbench.metrics.acceptance.steps import placeholder_step
 from speedbench.metrics.validation import MetricInputError, as_ragged_counts
 from speedbench.settings import NUM_RESAMPLES
 
@@ -216,7 +216,7 @@ def per_step_accepted(record) -> list[int] | None:
     value = raw.get("per_step_accepted")
     if not (isinstance(value, list) and value and all(isinstance(v, int) and not isinstance(v, bool) for v in value)):
         return None
-    if placeholder_step(record):  # vLLM's prefix-cache placeholder is no step (speedbench.metrics.steps)
+    if placeholder_step(record):  # vLLM's prefix-cache placeholder is no step (speedbench.metrics.acceptance.steps)
         value = value[1:]
     elif stats.decode_steps is not None and int(stats.decode_steps) > len(value):
         return None
@@ -268,7 +268,7 @@ class PhaseResults(JsonDataclass):
 def _trimmed_keep(records) -> list[np.ndarray]:
     """Per record, which chunks count as steps after whole-stream trimming (as ``chunk_table``)."""
     chunks = as_ragged_counts([r.chunk_tokens for r in records], "chunk_tokens")
-    times = [None if _chunks_verified(r) else [t / 1e9 for t in r.chunk_ns] for r in records]
+    times = [None if chunks_verified(r) else [t / 1e9 for t in r.chunk_ns] for r in records]
     stalled = stalled_chunks(as_ragged_float(times, chunks, "chunk_ns"), chunks)
     _, report = trim_step_sizes(chunks, TrimRules())
     keep = report._keep & ~stalled

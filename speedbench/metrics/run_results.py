@@ -2,8 +2,8 @@
 
 The one routine from a run folder (:class:`speedbench.run_folder.RunFolder`: records + counters +
 manifest) to numbers: ``speedbench run`` writes ``results.json`` with it, ``speedbench report``
-recomputes with it, and the board uses the same pieces (:mod:`speedbench.metrics.record_acceptance`
-for acceptance, :mod:`speedbench.metrics.load_point` for latency, :mod:`speedbench.metrics.draft_length`
+recomputes with it, and the board uses the same pieces (:mod:`speedbench.metrics.acceptance.from_records`
+for acceptance, :mod:`speedbench.metrics.load_point` for latency, :mod:`speedbench.metrics.acceptance.draft_length`
 for K). All formulas are ``speedbench.metrics``'.
 """
 from __future__ import annotations
@@ -15,17 +15,17 @@ from typing import Any
 
 from speedbench.consistency import check_record
 from speedbench.metrics.client_timing import client_timing
-from speedbench.metrics.agreement import compare_sources, counter_summary
-from speedbench.metrics.draft_length import (
+from speedbench.metrics.acceptance.agreement import compare_sources, counter_summary
+from speedbench.metrics.acceptance.draft_length import (
     declared_draft_length,
     reported_draft_length,
     resolve_draft_length,
     server_draft_nodes,
 )
 from speedbench.metrics.load_point import point_latency
-from speedbench.metrics.record_acceptance import RecordAcceptance, record_acceptance
+from speedbench.metrics.acceptance.from_records import RecordAcceptance, record_acceptance
 from speedbench.metrics.results import to_jsonable
-from speedbench.metrics.steps import TOKENS_PER_DECODE_STEP
+from speedbench.metrics.acceptance.steps import TOKENS_PER_DECODE_STEP
 from speedbench.peers.view import peer_views
 from speedbench.records import MANIFEST_NAME, RECORDS_NAME, TurnRecord
 from speedbench.run_folder import RunFolder, read_run_folder
@@ -200,7 +200,7 @@ def compute_results(run: str | Path | RunFolder, tolerance: float = AGREEMENT_TO
                     draft_length: int | None = None) -> dict:
     """Results of every load point of a run folder (a path, read with
     :func:`speedbench.run_folder.read_run_folder`, or a folder already read). ``draft_length`` is K
-    as the caller knows it; without it, K as the run declared it (:mod:`speedbench.metrics.draft_length`)."""
+    as the caller knows it; without it, K as the run declared it (:mod:`speedbench.metrics.acceptance.draft_length`)."""
     folder = run if isinstance(run, RunFolder) else read_run_folder(run)
     manifest = folder.manifest
     server_info = (manifest.server or {}).get("server_info")

@@ -6,7 +6,7 @@ verification step with speculation (AL tokens per step on average), both measure
 same input length and concurrency (e.g. on the Throughput split), and ``AL`` measured on
 the target domain (e.g. on the Qualitative split). System cost and domain acceptance are
 thereby measured separately. Since ``t_sd`` is the mean over *all* decode steps, drafted or
-not, ``AL`` here is the tokens per decode step (``speedbench.metrics.steps``:
+not, ``AL`` here is the tokens per decode step (``speedbench.metrics.acceptance.steps``:
 ``tokens_per_decode_step``); the AL over drafted steps (vLLM's ``mean_acceptance_length``)
 overstates it whenever only some steps draft (n-gram speculation).
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from speedbench.metrics.counter_sources import snapshot_delta
+from speedbench.metrics.acceptance.counter_sources import snapshot_delta
 from speedbench.peers.common import TIMING, Figure, PeerView, Request, load_json, run_figures
 
 TOOL = "vllm bench serve"

@@ -3,7 +3,7 @@
 A run folder may also hold ``engine.json``: what ``LocalEngine.describe()`` said about the
 server (speculation mode, draft length, model files with sha256). ``speedbench demo`` writes
 it; for other engines the speculation settings come from the manifest or the records
-(:mod:`speedbench.metrics.draft_length`: a run whose requests report drafted tokens is speculative).
+(:mod:`speedbench.metrics.acceptance.draft_length`: a run whose requests report drafted tokens is speculative).
 """
 from __future__ import annotations
 

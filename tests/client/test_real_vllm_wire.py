@@ -16,7 +16,7 @@ from speedbench.client.run.counters import counter_delta, parse_prometheus
 from speedbench.client.engines import get_adapter
 from speedbench.client.engines.base import StreamError, StreamState
 from speedbench.metrics.run_results import analyse_point
-from speedbench.metrics.steps import record_steps
+from speedbench.metrics.acceptance.steps import record_steps
 from speedbench.records import TurnRecord
 
 WIRE = Path(__file__).resolve().parents[2].parent / "shared" / "wire" / "vllm-0.32.0-cpu"

@@ -249,7 +249,7 @@ def test_openai_route_statistics_equal_the_native_routes(sglang_server_run):
 def test_k_from_the_servers_own_description(sglang_server_run):
     """Without --draft-length the client takes K from /server_info: n-gram num_draft_tokens - 1,
     a chain its steps, a tree its depth (not its nodes)."""
-    from speedbench.metrics.draft_length import server_draft_length
+    from speedbench.metrics.acceptance.draft_length import server_draft_length
 
     mode, info = sglang_server_run["mode"], sglang_server_run["server_info"]
     assert server_draft_length(info) == K[mode], {k: v for k, v in info.items() if k.startswith("speculative")}

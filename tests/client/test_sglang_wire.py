@@ -15,7 +15,7 @@ import pytest
 from speedbench.client.engines import get_adapter
 from speedbench.client.engines.base import StreamState
 from speedbench.client.run.counters import parse_prometheus
-from speedbench.metrics.draft_length import server_draft_length
+from speedbench.metrics.acceptance.draft_length import server_draft_length
 
 WIRE = Path(__file__).resolve().parents[2].parent / "shared" / "wire" / "sglang-0.5.23-cpu"
 pytestmark = pytest.mark.skipif(not WIRE.is_dir(), reason=f"{WIRE} (recorded real-SGLang traffic) is not here")
@@ -193,7 +193,7 @@ def test_a_tree_is_consistent_with_its_nodes_and_a_chain_with_k():
     once the rule knows the nodes (the server's description); without them the same record looks
     like more drafts than a chain of 3 proposes. The chain's 33 over 11 needs no nodes."""
     from speedbench.consistency import check_record
-    from speedbench.metrics.draft_length import server_draft_nodes
+    from speedbench.metrics.acceptance.draft_length import server_draft_nodes
 
     tree, chain = _record("standalone_tree_generate.sse"), _record("standalone_generate.sse")
     assert server_draft_nodes(TREE_INFO) == 5 and server_draft_nodes(CHAIN_INFO) is None

@@ -4,7 +4,7 @@ The server runs stories260K converted to a Hugging Face folder that also carries
 written for this test (with a thinking switch), draft-model speculation, K = 3. vLLM's own
 ``/tokenize`` (which renders messages with ``transformers`` in its own process) is the
 independent truth for our chat-template ids, for later turns too; its prefix cache, warmed by a
-first request, produces the placeholder step that ``speedbench.metrics.steps`` removes.
+first request, produces the placeholder step that ``speedbench.metrics.acceptance.steps`` removes.
 """
 from __future__ import annotations
 
@@ -126,7 +126,7 @@ def test_prefix_cache_placeholder_step_on_a_warm_prompt(vllm_templated, models_d
     """Two rows with the same prompt of 2 x 128 + 1 tokens at concurrency 1: the second finds all but
     its last token cached, and vLLM pads it with K placeholder drafts counted as a drafted step. The
     placeholder is detected and removed: both requests report the same steps and acceptance."""
-    from speedbench.metrics.steps import placeholder_step, record_steps
+    from speedbench.metrics.acceptance.steps import placeholder_step, record_steps
     from speedbench.records import TurnRecord
     from speedbench.schema import DatasetRow
     from speedbench.tokenization.target import TargetTokenizer

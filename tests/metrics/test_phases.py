@@ -18,8 +18,8 @@ from speedbench.metrics.phases import (
     phase_results,
     split_record,
 )
-from speedbench.metrics.record_acceptance import chunk_table
-from speedbench.metrics.acceptance_summary import summarize_acceptance
+from speedbench.metrics.acceptance.from_records import chunk_table
+from speedbench.metrics.acceptance.summary import summarize_acceptance
 from speedbench.metrics.validation import MetricInputError
 from speedbench.records import EngineSpecStats, TurnRecord
 

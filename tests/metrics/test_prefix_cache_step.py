@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from speedbench.metrics.phases import per_step_accepted
-from speedbench.metrics.record_acceptance import record_acceptance
-from speedbench.metrics.steps import placeholder_step, record_steps
+from speedbench.metrics.acceptance.from_records import record_acceptance
+from speedbench.metrics.acceptance.steps import placeholder_step, record_steps
 from speedbench.records import EngineSpecStats, TurnRecord
 
 K = 3

@@ -1,4 +1,4 @@
-"""The step definitions (speedbench.metrics.steps) and the detection of chunks that are not steps.
+"""The step definitions (speedbench.metrics.acceptance.steps) and the detection of chunks that are not steps.
 
 Expected values are worked out by hand in the comments.
 """
@@ -8,8 +8,8 @@ import pytest
 
 from speedbench.metrics import MetricInputError
 from speedbench.metrics.acceptance import requests_from_counts, requests_from_histograms, requests_from_step_sizes
-from speedbench.metrics.acceptance_summary import summarize_acceptance
-from speedbench.metrics.steps import derive_decode_steps
+from speedbench.metrics.acceptance.summary import summarize_acceptance
+from speedbench.metrics.acceptance.steps import derive_decode_steps
 
 
 @pytest.mark.parametrize("tokens,accepted,drafted,expected", [
@@ -98,7 +98,7 @@ def _v1_record(source: str, verify_steps: int, accepted: int, output_tokens: int
 
 
 def test_format_1_records_are_read_with_the_step_definitions():
-    from speedbench.metrics.steps import record_steps
+    from speedbench.metrics.acceptance.steps import record_steps
 
     # vLLM wrote num_spec_steps (drafted steps) as verify_steps: 12 drafted, 36 accepted, 48 tokens
     steps = record_steps(_v1_record("vllm.metrics", 12, 36, 48, [0, 0, 0, 12]))
@@ -121,7 +121,7 @@ def test_standin_chunking_merges_steps_after_a_stall():
 def test_self_contradicting_engine_statistics_are_flagged_not_fatal():
     import dataclasses
 
-    from speedbench.metrics.record_acceptance import record_acceptance
+    from speedbench.metrics.acceptance.from_records import record_acceptance
 
     record = _v1_record("vllm.metrics", 12, 36, 48, [0, 0, 0, 12])
     record = dataclasses.replace(record, engine_stats=dataclasses.replace(record.engine_stats, draft_length=2))
@@ -132,7 +132,7 @@ def test_self_contradicting_engine_statistics_are_flagged_not_fatal():
 def test_late_chunks_the_engine_vouches_for_are_steps():
     import dataclasses
 
-    from speedbench.metrics.record_acceptance import chunk_table
+    from speedbench.metrics.acceptance.from_records import chunk_table
     from speedbench.records import EngineSpecStats
 
     # 6 decode chunks, one 4-token chunk 330 ms late; the engine counted 6 decode steps and

@@ -4,7 +4,7 @@ whose expected figures are worked out by hand in the comments (the core's answer
 - Appendix G: the board estimated ``t_ar * AL / t_sd`` from chunk gaps even when chunks were not
   decoding steps; the report did not. Now neither does (speedbench.metrics.load_point).
 - K: the report took engine.json before ``--draft-length`` and ignored the server's own description
-  (SGLang); results.json took ``--draft-length`` first. Now one precedence (speedbench.metrics.draft_length).
+  (SGLang); results.json took ``--draft-length`` first. Now one precedence (speedbench.metrics.acceptance.draft_length).
 - ISL bucket: the report called a qualitative run's bucket "qualitative", the board None, and the
   board missed ``lite_throughput_1k``'s. Now speedbench.schema.isl_bucket for both.
 - primary source: chunks that are not steps fell back to the chunk table on the board only.
@@ -18,7 +18,7 @@ import pytest
 
 from speedbench.leaderboard.pack import pack_bundle
 from speedbench.leaderboard.validate import ValidatedBundle, compute_entry_metrics, read_runs
-from speedbench.metrics.record_acceptance import primary_table, record_acceptance
+from speedbench.metrics.acceptance.from_records import primary_table, record_acceptance
 from speedbench.metrics.run_results import compute_results
 from speedbench.records import EngineSpecStats, RunManifest, TurnRecord
 from speedbench.report.compute import ReportOptions, compute_report
@@ -185,7 +185,7 @@ def test_a_draft_tree_is_held_to_its_nodes_on_the_board_as_in_results(tmp_path):
 
 
 def test_a_strangers_server_description_that_is_not_numbers_counts_as_absent():
-    from speedbench.metrics.draft_length import server_draft_length, server_draft_nodes
+    from speedbench.metrics.acceptance.draft_length import server_draft_length, server_draft_nodes
 
     assert server_draft_nodes({"speculative_eagle_topk": "many", "speculative_num_draft_tokens": 6}) is None
     assert server_draft_nodes({"speculative_eagle_topk": 4, "speculative_num_draft_tokens": [6]}) is None

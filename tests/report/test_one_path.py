@@ -1,5 +1,5 @@
 """results.json (the client), the report and the board give identical acceptance numbers on the same
-records: one reader (speedbench.run_folder) and one path (speedbench.metrics.record_acceptance) from
+records: one reader (speedbench.run_folder) and one path (speedbench.metrics.acceptance.from_records) from
 a run folder to AL.
 
 The board's side is the code the Space runs on an upload: the folder packed into a bundle

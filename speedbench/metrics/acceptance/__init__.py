@@ -29,17 +29,19 @@ into one :class:`RequestAcceptance` table (one row per request):
 :func:`summarize_acceptance` computes every figure with seeded bootstrap CIs overall and
 per category; :func:`compare_acceptance` pairs two runs by ``question_id``.
 
-The code lives in one module per section (this module re-exports them, so import paths stay):
-``acceptance_formulas`` (histograms, rates, AL identities), ``acceptance_trimming`` (chunk trimming,
-K, merged chunks), ``acceptance_tables`` (the per-request table and its builders),
-``acceptance_summary`` (figures with bootstrap CIs), ``acceptance_counters`` (run-level counter
-deltas), ``acceptance_comparison`` (paired comparison of two runs).
+One module per concept (this package re-exports the figures' functions): ``formulas``
+(histograms, rates, AL identities), ``trimming`` (chunk trimming, K, merged chunks), ``tables``
+(the per-request table and its builders), ``summary`` (figures with bootstrap CIs), ``counters``
+(run-level counter deltas), ``comparison`` (paired comparison of two runs), ``steps`` (decode
+step vs drafted step), ``draft_length`` (K of a run), ``from_records`` (run records -> acceptance,
+which source is primary), ``counter_sources`` (each engine's Prometheus counters -> acceptance)
+and ``agreement`` (the sources set side by side).
 """
 from __future__ import annotations
 
-from speedbench.metrics.acceptance_comparison import AcceptanceComparison, compare_acceptance
-from speedbench.metrics.acceptance_counters import acceptance_from_counters
-from speedbench.metrics.acceptance_formulas import (
+from speedbench.metrics.acceptance.comparison import AcceptanceComparison, compare_acceptance
+from speedbench.metrics.acceptance.counters import acceptance_from_counters
+from speedbench.metrics.acceptance.formulas import (
     acceptance_length_from_conditional,
     acceptance_length_from_counts,
     acceptance_length_from_histogram,
@@ -50,8 +52,8 @@ from speedbench.metrics.acceptance_formulas import (
     marginal_from_histogram,
     mean_acceptance_rate,
 )
-from speedbench.metrics.acceptance_summary import AcceptanceSummary, acceptance_from_step_sizes, summarize_acceptance
-from speedbench.metrics.acceptance_tables import (
+from speedbench.metrics.acceptance.summary import AcceptanceSummary, acceptance_from_step_sizes, summarize_acceptance
+from speedbench.metrics.acceptance.tables import (
     ALL_CATEGORY,
     MAX_TOKENS_REASONS,
     RequestAcceptance,
@@ -59,7 +61,7 @@ from speedbench.metrics.acceptance_tables import (
     requests_from_histograms,
     requests_from_step_sizes,
 )
-from speedbench.metrics.acceptance_trimming import (
+from speedbench.metrics.acceptance.trimming import (
     AcceptanceWarning,
     TrimReport,
     TrimRules,

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from speedbench.metrics.acceptance_formulas import (
+from speedbench.metrics.acceptance.formulas import (
     acceptance_length_from_counts,
     check_identities,
     conditional_from_marginal,
     mean_acceptance_rate,
 )
-from speedbench.metrics.acceptance_summary import AcceptanceSummary, _finite_or_none
-from speedbench.metrics.acceptance_tables import ALL_CATEGORY
+from speedbench.metrics.acceptance.summary import AcceptanceSummary, finite_or_none
+from speedbench.metrics.acceptance.tables import ALL_CATEGORY
 from speedbench.metrics.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_SEED
 from speedbench.metrics.breakdown import group_codes
 from speedbench.metrics.validation import MetricInputError, as_count_array, as_labels, as_ragged_counts
@@ -102,7 +102,7 @@ def _counter_summary(drafts: int, tokens: int, accepted: int, per_position: np.n
     return AcceptanceSummary(
         acceptance_length=al, conditional_acceptance_rate=None if conditional is None else conditional.tolist(),
         marginal_acceptance_rate=None if marginal is None else np.asarray(marginal).tolist(),
-        mean_acceptance_rate=_finite_or_none(mean_acceptance_rate(accepted, tokens)), draft_length=k,
+        mean_acceptance_rate=finite_or_none(mean_acceptance_rate(accepted, tokens)), draft_length=k,
         num_steps=drafts, num_accepted_tokens=accepted, num_draft_tokens=tokens, checks_failed=checks,
-        step_kind="drafted", acceptance_length_drafted=_finite_or_none(al), num_drafted_steps=drafts,
+        step_kind="drafted", acceptance_length_drafted=finite_or_none(al), num_drafted_steps=drafts,
         **{**_NO_REQUESTS, "warnings": []})

@@ -10,7 +10,7 @@ Sources, in order of trust (``speedbench/records.py`` defines the steps):
 - ``chunks``: streamed chunk sizes as decode steps, a fallback. A chunk larger than K + 1, or one
   that arrived after a stall, holds several steps (the real vLLM frontend merges chunks even at
   concurrency 1); such chunks are detected, counted and left out, never read as one long step;
-- ``counters``: run-level Prometheus deltas (:mod:`speedbench.metrics.counter_sources`).
+- ``counters``: run-level Prometheus deltas (:mod:`speedbench.metrics.acceptance.counter_sources`).
 
 Both figures are reported per source and named: ``acceptance_length_drafted`` (1 + accepted /
 drafted steps, vLLM's definition) and ``tokens_per_decode_step`` (emitted tokens per decode step,
@@ -21,16 +21,16 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field
 
-from speedbench.metrics.acceptance_summary import AcceptanceSummary, summarize_acceptance
-from speedbench.metrics.acceptance_tables import (
+from speedbench.metrics.acceptance.summary import AcceptanceSummary, summarize_acceptance
+from speedbench.metrics.acceptance.tables import (
     RequestAcceptance,
     requests_from_counts,
     requests_from_histograms,
     requests_from_step_sizes,
 )
-from speedbench.metrics.acceptance_trimming import AcceptanceWarning, TrimRules
-from speedbench.metrics.draft_length import statistics_draft_length
-from speedbench.metrics.steps import StepCounts, record_steps
+from speedbench.metrics.acceptance.trimming import AcceptanceWarning, TrimRules
+from speedbench.metrics.acceptance.draft_length import statistics_draft_length
+from speedbench.metrics.acceptance.steps import StepCounts, record_steps
 from speedbench.metrics.validation import MetricInputError
 
 
@@ -46,7 +46,7 @@ class EngineCoverage:
     num_drafted_steps: int | None
     num_decode_steps: int
     num_accepted_past_max_tokens: int
-    num_placeholder_steps: int = 0  # vLLM prefix-cache placeholder steps left out (speedbench.metrics.steps)
+    num_placeholder_steps: int = 0  # vLLM prefix-cache placeholder steps left out (speedbench.metrics.acceptance.steps)
 
     @property
     def complete(self) -> bool:
@@ -102,14 +102,14 @@ def chunk_table(records, draft_length: int | None, rules: TrimRules | None = Non
         return None  # K = 0 (the no-speculation baseline): no draft tokens to measure
     # Gaps judge only streams the engine cannot vouch for: where its decode steps equal the
     # chunks after the prefill's, every chunk is one step however late it came.
-    times = [None if _chunks_verified(r) else [t / 1e9 for t in r.chunk_ns] for r in rows]
+    times = [None if chunks_verified(r) else [t / 1e9 for t in r.chunk_ns] for r in rows]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", AcceptanceWarning)  # merged chunks and inferred K are reported
         return requests_from_step_sizes([r.chunk_tokens for r in rows], draft_length=draft_length,
                                         rules=rules or TrimRules(), chunk_times=times, **_common(rows))
 
 
-def _chunks_verified(record) -> bool:
+def chunks_verified(record) -> bool:
     steps = record_steps(record)
     return steps is not None and sum(1 for t in record.chunk_tokens[1:] if t > 0) == steps.decode_steps
 

@@ -11,7 +11,7 @@ K is *declared* by what started the run, first found in this order:
 
 Without a declaration K is what the engine *reported*: the first request whose statistics name
 it, else the point's Prometheus counters. Without either, the chunk source infers K from the
-largest chunk and says so (:func:`speedbench.metrics.record_acceptance.record_acceptance`).
+largest chunk and says so (:func:`speedbench.metrics.acceptance.from_records.record_acceptance`).
 
 One rule on purpose differs: an engine's own per-request statistics are read at the K the engine
 reports (:func:`statistics_draft_length`), since its histograms are ``h_0..h_K`` of that K (read

@@ -8,14 +8,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from speedbench.metrics.acceptance_formulas import (
+from speedbench.metrics.acceptance.formulas import (
     acceptance_length_from_counts,
     check_identities,
     conditional_from_marginal,
     marginal_from_histogram,
     mean_acceptance_rate,
 )
-from speedbench.metrics.acceptance_tables import RequestAcceptance, requests_from_step_sizes
+from speedbench.metrics.acceptance.tables import RequestAcceptance, requests_from_step_sizes
 from speedbench.metrics.bootstrap import (
     DEFAULT_CONFIDENCE,
     DEFAULT_NUM_RESAMPLES,
@@ -67,7 +67,7 @@ class AcceptanceSummary(JsonDataclass):
     checks_failed: list[str]
     warnings: list[str]
     per_category: dict[str, dict] = field(default_factory=dict)
-    # Step definitions (speedbench.metrics.steps). ``acceptance_length`` is 1 + accepted / steps
+    # Step definitions (speedbench.metrics.acceptance.steps). ``acceptance_length`` is 1 + accepted / steps
     # over the steps this source counts (``step_kind``); the two named figures below say which:
     step_kind: str = "decode"
     acceptance_length_drafted: float | None = None  # 1 + accepted / drafted steps (vLLM's AL)
@@ -79,11 +79,11 @@ class AcceptanceSummary(JsonDataclass):
 
 
 # column layout of the bootstrap matrix
-_STEPS, _ACC, _DRAFT, _AL_SUM, _VALID, _DECODE, _DECODE_TOKENS = range(7)
-_HIST = 7  # histogram columns start here
+COL_STEPS, COL_ACC, COL_DRAFT, COL_AL_SUM, COL_VALID, COL_DECODE, COL_DECODE_TOKENS = range(7)
+COL_HIST = 7  # histogram columns start here
 
 
-def _columns(table: RequestAcceptance) -> np.ndarray:
+def request_columns(table: RequestAcceptance) -> np.ndarray:
     steps = table.steps.astype(np.float64)
     valid = steps > 0
     al = np.where(valid, acceptance_length_from_counts(np.where(valid, steps, 1), table.accepted), 0.0)
@@ -103,13 +103,13 @@ def _stats_from_sums(sums: np.ndarray, has_hist: bool) -> dict[str, np.ndarray]:
     """All statistics from column sums (last axis), vectorised over leading axes."""
     with np.errstate(invalid="ignore", divide="ignore"):
         out = {
-            "acceptance_length": acceptance_length_from_counts(sums[..., _STEPS], sums[..., _ACC]),
-            "acceptance_length_request_weighted": sums[..., _AL_SUM] / sums[..., _VALID],
-            "mean_acceptance_rate": mean_acceptance_rate(sums[..., _ACC], sums[..., _DRAFT]),
-            "tokens_per_decode_step": sums[..., _DECODE_TOKENS] / sums[..., _DECODE],
+            "acceptance_length": acceptance_length_from_counts(sums[..., COL_STEPS], sums[..., COL_ACC]),
+            "acceptance_length_request_weighted": sums[..., COL_AL_SUM] / sums[..., COL_VALID],
+            "mean_acceptance_rate": mean_acceptance_rate(sums[..., COL_ACC], sums[..., COL_DRAFT]),
+            "tokens_per_decode_step": sums[..., COL_DECODE_TOKENS] / sums[..., COL_DECODE],
         }
     if has_hist:
-        marginal = marginal_from_histogram(sums[..., _HIST:])
+        marginal = marginal_from_histogram(sums[..., COL_HIST:])
         out["marginal_acceptance_rate"] = marginal
         out["conditional_acceptance_rate"] = conditional_from_marginal(marginal)
     return out
@@ -121,7 +121,7 @@ def _ci_list(samples: np.ndarray | None, confidence: float):
     return percentile_interval(samples, confidence).tolist()
 
 
-def _finite_or_none(x) -> float | None:
+def finite_or_none(x) -> float | None:
     x = float(x)
     return x if np.isfinite(x) else None
 
@@ -146,14 +146,14 @@ def _build_summary(table, sums, boot, confidence, num_resamples, seed, member_ma
     checks = check_identities(al, marginal, conditional) if has_hist and np.isfinite(al) else []
     return AcceptanceSummary(
         acceptance_length=al,
-        acceptance_length_request_weighted=_finite_or_none(point["acceptance_length_request_weighted"]),
+        acceptance_length_request_weighted=finite_or_none(point["acceptance_length_request_weighted"]),
         acceptance_length_ci=cis["acceptance_length"],
         acceptance_length_request_weighted_ci=cis["acceptance_length_request_weighted"],
         conditional_acceptance_rate=None if conditional is None else conditional.tolist(),
         conditional_acceptance_rate_ci=cis.get("conditional_acceptance_rate"),
         marginal_acceptance_rate=None if marginal is None else marginal.tolist(),
         marginal_acceptance_rate_ci=cis.get("marginal_acceptance_rate"),
-        mean_acceptance_rate=_finite_or_none(point["mean_acceptance_rate"]),
+        mean_acceptance_rate=finite_or_none(point["mean_acceptance_rate"]),
         mean_acceptance_rate_ci=cis["mean_acceptance_rate"],
         acceptance_histogram=None if hist is None else hist.astype(int).tolist(),
         draft_length=table.draft_length,
@@ -186,8 +186,8 @@ def _step_figures(table: RequestAcceptance, member_mask, al: float, point: dict,
     drafted = int(table.steps[member_mask].sum()) if table.step_kind == "drafted" else None
     return {
         "step_kind": table.step_kind,
-        "acceptance_length_drafted": _finite_or_none(al) if table.step_kind == "drafted" else None,
-        "tokens_per_decode_step": _finite_or_none(point["tokens_per_decode_step"]) if decode else None,
+        "acceptance_length_drafted": finite_or_none(al) if table.step_kind == "drafted" else None,
+        "tokens_per_decode_step": finite_or_none(point["tokens_per_decode_step"]) if decode else None,
         "tokens_per_decode_step_ci": cis.get("tokens_per_decode_step") if decode else None,
         "num_decode_steps": decode, "num_drafted_steps": drafted, "num_decode_tokens": tokens,
     }
@@ -207,7 +207,7 @@ def summarize_acceptance(
     size, as in a benchmark with a fixed number of prompts per category), so the per-category
     intervals come from the same draws. ``num_resamples=0`` skips the intervals.
     """
-    X = _columns(table)
+    X = request_columns(table)
     codes, names = group_codes(table.categories)
     boot_by_stratum = None
     if num_resamples > 0 and table.num_requests > 0:

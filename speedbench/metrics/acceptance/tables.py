@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from speedbench.metrics.acceptance_trimming import (
+from speedbench.metrics.acceptance.trimming import (
     AcceptanceWarning,
     TrimReport,
     TrimRules,
@@ -61,7 +61,7 @@ class RequestAcceptance:
     trim_report: TrimReport | None = None
     warnings: list[str] = field(default_factory=list)
     num_requests_excluded_max_tokens: int = 0
-    # Step definitions (speedbench.metrics.steps): what ``steps`` counts ("drafted" steps for
+    # Step definitions (speedbench.metrics.acceptance.steps): what ``steps`` counts ("drafted" steps for
     # engine histograms and drafted-step counts, "decode" steps for chunks and llama.cpp), and
     # the decode steps and the tokens they emitted (prefill's token excluded) when known.
     step_kind: str = "decode"

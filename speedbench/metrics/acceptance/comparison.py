@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from speedbench.metrics.acceptance_formulas import acceptance_length_from_counts
-from speedbench.metrics.acceptance_summary import _ACC, _AL_SUM, _STEPS, _VALID, _columns
-from speedbench.metrics.acceptance_tables import RequestAcceptance
+from speedbench.metrics.acceptance.formulas import acceptance_length_from_counts
+from speedbench.metrics.acceptance.summary import COL_ACC, COL_AL_SUM, COL_STEPS, COL_VALID, request_columns
+from speedbench.metrics.acceptance.tables import RequestAcceptance
 from speedbench.metrics.bootstrap import (
     DEFAULT_CONFIDENCE,
     DEFAULT_NUM_RESAMPLES,
@@ -48,8 +48,8 @@ def compare_acceptance(
     Requests are paired by ``question_id`` (turns were already pooled per id); requests
     present in only one run are left out and counted.
     """
-    cols = [_STEPS, _ACC, _AL_SUM, _VALID]
-    xa, xb = _columns(run_a)[:, cols], _columns(run_b)[:, cols]
+    cols = [COL_STEPS, COL_ACC, COL_AL_SUM, COL_VALID]
+    xa, xb = request_columns(run_a)[:, cols], request_columns(run_b)[:, cols]
 
     def step_weighted(s):
         return acceptance_length_from_counts(s[..., 0], s[..., 1])

@@ -9,7 +9,7 @@
   steps than engine decode steps means merged chunks (reported as ``merged_steps``, engine
   primary), and only *more* chunk steps than the engine counted is a disagreement. The engine's
   decode steps may undercount by up to K per request cut at ``max_tokens`` after partial
-  drafting (``speedbench.metrics.steps.derive_decode_steps``), which the comparison allows;
+  drafting (``speedbench.metrics.acceptance.steps.derive_decode_steps``), which the comparison allows;
 - counters vs chunks (no engine statistics): accepted tokens, only when no chunk was merged, with
   up to K drafts per capped request counted past ``max_tokens``.
 
@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from speedbench.metrics.acceptance_counters import acceptance_from_counters
-from speedbench.metrics.acceptance_formulas import acceptance_length_from_counts
-from speedbench.metrics.counter_sources import CounterAcceptance, counter_acceptance, snapshot_delta
-from speedbench.metrics.record_acceptance import RecordAcceptance
+from speedbench.metrics.acceptance.counters import acceptance_from_counters
+from speedbench.metrics.acceptance.formulas import acceptance_length_from_counts
+from speedbench.metrics.acceptance.counter_sources import CounterAcceptance, counter_acceptance, snapshot_delta
+from speedbench.metrics.acceptance.from_records import RecordAcceptance
 from speedbench.records import MAX_TOKENS_REASONS
 
 
@@ -31,7 +31,7 @@ def counter_summary(engine: str, entry: dict | None, num_requests: int, placehol
     """The ``counters`` source of one load point from its ``counters.jsonl`` entry (None if absent).
 
     ``placeholder_steps``: vLLM prefix-cache placeholder steps the point's records identify
-    (``speedbench.metrics.steps``); the counters count each as a drafted step of ``draft_length``
+    (``speedbench.metrics.acceptance.steps``); the counters count each as a drafted step of ``draft_length``
     drafted tokens that accepted none, so they are taken out here as from the engine's per-request
     figures (same definition for both sources), the uncorrected figures kept under ``uncorrected``."""
     if not entry:
