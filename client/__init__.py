@@ -26,6 +26,6 @@
 
 ``speedbench sweep`` (servers one at a time, one run per variant x workload x repeat) is the
 top-level ``sweep/`` folder (``speedbench.sweep``), beside the client, not inside it.
-``results.json`` is computed by ``speedbench.metrics.run_results``; record and manifest types are
+``results.json`` is computed by ``speedbench.analysis.run_results``; record and manifest types are
 in ``speedbench.records``. Stand-in engine servers for tests and benchmarks: ``tests/standins/``.
 """

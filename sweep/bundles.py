@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from speedbench.run_folder import read_run_manifest
+from speedbench.analysis.run_folder import read_run_manifest
 from speedbench.sweep.plan import Plan
 from speedbench.sweep.units import Unit
 

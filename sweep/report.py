@@ -197,7 +197,7 @@ def write_sweep_report(plan: Plan, outcome, out: str | Path, num_resamples: int 
 def _has_measured(run_dir: Path) -> bool:
     """A run folder the report can read (a variant that never started has none; one interrupted
     before its first measured request has no measured records yet)."""
-    from speedbench.run_folder import RunFolderError, read_run_folder
+    from speedbench.analysis.run_folder import RunFolderError, read_run_folder
 
     if not (run_dir / "manifest.json").exists():
         return False

@@ -38,7 +38,7 @@ def _option_changes(plan: Plan, unit: Unit, parser: argparse.ArgumentParser) -> 
     """The client's own resume rule (``RESUME_OPTIONS``, engine, config, prompt mode) against the
     run's manifest, before any server is there to resume against."""
     from speedbench.client.run.options import RESUME_OPTIONS
-    from speedbench.run_folder import RunFolderError, read_run_manifest
+    from speedbench.analysis.run_folder import RunFolderError, read_run_manifest
 
     try:
         manifest = read_run_manifest(unit.run_dir)

@@ -1,4 +1,4 @@
-"""The shared record rules (speedbench/consistency.py), one case per rule and per documented
+"""The shared record rules (speedbench/analysis/consistency.py), one case per rule and per documented
 tolerance: n-gram partial drafting, drafts accepted past max_tokens (at most K), merged chunks,
 SGLang's short histograms, llama.cpp's decode-step counts, TensorRT-LLM's rounded proxy."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from speedbench.consistency import (
+from speedbench.analysis.consistency import (
     check_acceptance_plausible,
     check_coverage,
     check_prompt_lengths,
@@ -180,7 +180,7 @@ def test_uniformly_perfect_acceptance():
     assert check_acceptance_plausible(perfect, K) == []
 
 
-@pytest.mark.parametrize("module", ["speedbench.consistency", "speedbench.leaderboard.known_builds",
+@pytest.mark.parametrize("module", ["speedbench.analysis.consistency", "speedbench.leaderboard.known_builds",
                                     "speedbench.leaderboard.validate"])
 def test_core_modules_do_not_import_the_edges(module):
     code = (f"import sys, {module}; bad = sorted(m for m in sys.modules if m.startswith(('speedbench.client', "
@@ -189,7 +189,7 @@ def test_core_modules_do_not_import_the_edges(module):
 
 
 def test_the_board_refuses_client_lag_only_above_the_documented_share():
-    from speedbench.consistency import check_client_lag
+    from speedbench.analysis.consistency import check_client_lag
     from speedbench.metrics.client_timing import MAX_CLIENT_LAGGED_SHARE
 
     healthy = [record(key=f"c1/q{i}/0") for i in range(6)]

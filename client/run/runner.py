@@ -3,7 +3,7 @@
 ``RUN_DIR`` receives ``manifest.json`` (``speedbench.records.RunManifest``, written by
 ``run.manifest``), ``records.jsonl`` (``speedbench.records.TurnRecord`` per line), ``counters.jsonl``
 (one line per load point: Prometheus snapshots before and after its measured phase) and
-``results.json`` (``speedbench.metrics.run_results``). Restarting the same command on the same
+``results.json`` (``speedbench.analysis.run_results``). Restarting the same command on the same
 ``RUN_DIR`` resumes: the manifest must match (``run.manifest.check_resume``), records already
 written are kept, and only missing request-turns run. A load point whose requests were split
 across two invocations keeps its records but its counter deltas are marked incomplete.
@@ -37,7 +37,7 @@ from speedbench.client.run.manifest import write_manifest
 from speedbench.client.run.options import RunConfigError, RunOptions
 from speedbench.client.run.perf_metrics import attach_request_stats
 from speedbench.client.run.source_check import counter_warnings, request_stats_warnings
-from speedbench.metrics.run_results import compute_results
+from speedbench.analysis.run_results import compute_results
 from speedbench.records import COUNTERS_NAME, RESULTS_NAME, read_records
 
 

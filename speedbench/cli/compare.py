@@ -92,12 +92,12 @@ def print_rows(rows, tool: str, point: str, view: dict) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from speedbench.metrics.run_results import compute_results
+    from speedbench.analysis.run_results import compute_results
     from speedbench.options import from_args
     from speedbench.peers.compare import MISMATCH, compare, detect_tool, select_point
     from speedbench.peers.ours import our_category_figures, our_figures
     from speedbench.peers.view import PEERS, peer_views
-    from speedbench.run_folder import read_run_folder
+    from speedbench.analysis.run_folder import read_run_folder
 
     analysis = from_args(AnalysisOptions, args)
     try:

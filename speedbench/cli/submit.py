@@ -54,7 +54,7 @@ def register(subparsers) -> None:
 def _metadata(args) -> dict:
     """The submission metadata: the flags, else what the first run's manifest says (read by the one
     run-folder reader: a manifest it cannot read is a RunFolderError naming the file)."""
-    from speedbench.run_folder import read_run_manifest
+    from speedbench.analysis.run_folder import read_run_manifest
 
     manifest_path = args.run_dirs[0] / MANIFEST_NAME
     manifest = read_run_manifest(args.run_dirs[0]) if manifest_path.is_file() else None
@@ -100,7 +100,7 @@ def _phase_metadata(args) -> dict:
 def _run_draft_length(run_dir: Path) -> int | None:
     """K as the run folder says it (speedbench.metrics.acceptance.draft_length: --draft-length, engine.json, the
     server's description, the engine's records); None when it says nothing or cannot be read."""
-    from speedbench.run_folder import RunFolderError, read_run_folder
+    from speedbench.analysis.run_folder import RunFolderError, read_run_folder
 
     try:
         return read_run_folder(run_dir).draft_length
@@ -201,7 +201,7 @@ def submit_to_space(bundle: bytes, space: str) -> dict:
 def run(args) -> int:
     from speedbench.sweep.bundles import sweep_bundles
     from speedbench.leaderboard.pack import pack_bundle
-    from speedbench.run_folder import RunFolderError
+    from speedbench.analysis.run_folder import RunFolderError
 
     if not args.space and not args.out and not args.dry_run:
         print("speedbench submit: give --space URL, --out FILE or --dry-run", file=sys.stderr)

@@ -11,7 +11,7 @@ Modules, one concept each:
 - :mod:`~speedbench.leaderboard.archive`     reading an uploaded archive safely (JSON only, size caps)
 - :mod:`~speedbench.leaderboard.strict_json` parsing its members as strict JSON, one line at a time
 - :mod:`~speedbench.leaderboard.pack`        packing RUN_DIRs into a bundle (``speedbench submit``)
-- :mod:`~speedbench.leaderboard.runs`  a bundle's run folders, read by the one reader (:mod:`speedbench.run_folder`) under the board's rules
+- :mod:`~speedbench.leaderboard.runs`  a bundle's run folders, read by the one reader (:mod:`speedbench.analysis.run_folder`) under the board's rules
 - :mod:`~speedbench.leaderboard.known_builds` the SPEED-Bench dataset builds a run may declare
 - :mod:`~speedbench.leaderboard.recompute`   every board figure recomputed from raw records
 - :mod:`~speedbench.leaderboard.isl`         prompt lengths a real tokenizer gives for an ISL bucket

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from speedbench.run_folder import RunFolder
+from speedbench.analysis.run_folder import RunFolder
 
 # 2: warmup and failed requests and load-point labels left out (version 1 hashed them)
 DIGEST_VERSION = 2

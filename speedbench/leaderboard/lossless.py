@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 
 from speedbench.metrics.losslessness import NONDETERMINISM_NOTE, compare_outputs, pair_records, summary_fields
-from speedbench.run_folder import RunFolder
+from speedbench.analysis.run_folder import RunFolder
 
 WARNING_CODE = "lossless.tokens_differ"
 MAX_LISTED = 100  # divergent requests listed per pair (bounds the stored entry; the counts cover all)

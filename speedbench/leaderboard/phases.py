@@ -16,7 +16,7 @@ from speedbench.leaderboard.recompute import NUM_RESAMPLES, SEED, acceptance_run
 from speedbench.metrics.phases import PHASES, PROMPT_NONE, PhaseMarkers, phase_results
 from speedbench.metrics.results import to_jsonable
 from speedbench.metrics.validation import MetricInputError
-from speedbench.run_folder import RunFolder
+from speedbench.analysis.run_folder import RunFolder
 
 _PHASE_KEYS = ("num_requests", "num_tokens", "acceptance_length", "source", "tokens_per_s")
 

@@ -15,7 +15,7 @@ next to its trust status. Each is ``{"code", "message"}``:
 """
 from __future__ import annotations
 
-from speedbench.run_folder import RunFolder
+from speedbench.analysis.run_folder import RunFolder
 
 GREEDY_DIFFER_SHARE = 0.05
 # Per-position acceptance rate a method's drafters rarely exceed (published EAGLE3 / MTP results

@@ -22,7 +22,7 @@ from speedbench.metrics.load_point import appendix_g_estimate, point_concurrency
 from speedbench.metrics.speedup import measured_speedup
 from speedbench.metrics.acceptance.from_records import primary_table
 from speedbench.metrics.results import to_jsonable
-from speedbench.run_folder import RunFolder
+from speedbench.analysis.run_folder import RunFolder
 from speedbench.settings import NUM_RESAMPLES
 
 METRICS_VERSION = "1"

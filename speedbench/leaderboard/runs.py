@@ -1,12 +1,12 @@
 """One run folder of a bundle, read by the one run-folder reader under the board's rules.
 
-The board reads a bundle's run with :func:`speedbench.run_folder.read_run_folder`, the reader the
-client's results and the report use, into the same :class:`~speedbench.run_folder.RunFolder`; what
+The board reads a bundle's run with :func:`speedbench.analysis.run_folder.read_run_folder`, the reader the
+client's results and the report use, into the same :class:`~speedbench.analysis.run_folder.RunFolder`; what
 differs is how strictly the bytes are held (:class:`BundleRules`). A run folder holds exactly the
 files ``speedbench run`` writes and the board reads (``RUN_FILES``; anything else is refused).
 ``records.jsonl`` is parsed one line at a time (:func:`~speedbench.leaderboard.strict_json.iter_jsonl`);
 each line is type-checked, turned into a :class:`~speedbench.records.TurnRecord` and held to the
-record rules of :mod:`speedbench.consistency` (the client's own checks) before the next line is
+record rules of :mod:`speedbench.analysis.consistency` (the client's own checks) before the next line is
 read. Chunk lists are then kept as compact ``array('q')`` (8 bytes a value instead of a Python int
 and a pointer), and failed and warmup requests keep no chunks, so a run costs memory in proportion
 to what it measured. CPU is bounded by caps on records and load points per run (:class:`RunCaps`).
@@ -19,13 +19,13 @@ from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from speedbench.consistency import DEFAULT_BOUNDS, PhysicalBounds, check_record
+from speedbench.analysis.consistency import DEFAULT_BOUNDS, PhysicalBounds, check_record
 from speedbench.leaderboard.archive import ArchiveLimits
 from speedbench.leaderboard.schema import RUN_FILES, BundleRejected, shown
 from speedbench.leaderboard.strict_json import iter_jsonl, loads_strict
 from speedbench.metrics.acceptance.draft_length import server_draft_nodes
 from speedbench.records import RECORDS_NAME, RunManifest, TurnRecord
-from speedbench.run_folder import ReadRules, RunFolder, read_run_folder
+from speedbench.analysis.run_folder import ReadRules, RunFolder, read_run_folder
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ Order of checks (the first failure is the message the submitter sees; each names
 1. the archive: size, format, gzip trailer, member names and types (:mod:`.archive`);
 2. ``submission.json``: schema version, metadata, plain text, listed runs (:mod:`.schema`);
 3. no member outside the listed runs, nothing but the run files in a run; each run's manifest
-   and records, line by line, held to the record rules of :mod:`speedbench.consistency`
+   and records, line by line, held to the record rules of :mod:`speedbench.analysis.consistency`
    (:mod:`.runs`);
 4. as each run streams in (:class:`_StreamChecks`): its manifest's engine is the metadata's and
    its dataset build is known; each (load point, question, turn) is answered once, every record
@@ -30,7 +30,7 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from speedbench.consistency import check_acceptance_plausible, check_client_lag, check_coverage
+from speedbench.analysis.consistency import check_acceptance_plausible, check_client_lag, check_coverage
 from speedbench.leaderboard import canonical, plausibility
 from speedbench.leaderboard.isl import check_isl
 from speedbench.leaderboard.names import KNOWN_IDS, check_name
@@ -53,7 +53,7 @@ from speedbench.leaderboard.store import Entry, LeaderboardStore
 from speedbench.metrics.results import to_jsonable
 from speedbench.metrics.validation import MetricInputError
 from speedbench.records import TurnRecord
-from speedbench.run_folder import RunFolder
+from speedbench.analysis.run_folder import RunFolder
 
 log = logging.getLogger(__name__)
 # Bundles already in the store passed the upload limits once; re-reading them is not capped.

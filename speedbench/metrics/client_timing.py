@@ -26,8 +26,8 @@ not an impossible engine, an unmeasured one.
 Client-lagged records keep their tokens, outputs, acceptance (counts do not depend on time), TTFT
 and E2E (measured from the scheduled send, these include the client's lateness by design), but are
 left out of the step latency, TPOT and per-user speed figures, which report how many were left out
-(``speedbench.metrics.run_results``). They are no impossible engine: the consistency rule
-``bounds.user_tps`` (``speedbench.consistency``) counts from the request's send, which no delivery
+(``speedbench.analysis.run_results``). They are no impossible engine: the consistency rule
+``bounds.user_tps`` (``speedbench.analysis.consistency``) counts from the request's send, which no delivery
 can compress. The leaderboard refuses a bundle only when their share at a load point exceeds
 ``MAX_CLIENT_LAGGED_SHARE``.
 """
@@ -39,7 +39,7 @@ from dataclasses import dataclass
 # its latency figures would rest on too few requests to stand for the point.
 MAX_CLIENT_LAGGED_SHARE = 0.25
 # No engine decodes faster than this for one user (the fastest served decode is a few thousand
-# tokens/s); speedbench.consistency's physical bound and the burst test of client_lagged share it.
+# tokens/s); speedbench.analysis.consistency's physical bound and the burst test of client_lagged share it.
 MAX_USER_TPS = 20_000.0
 
 

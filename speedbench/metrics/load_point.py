@@ -1,6 +1,6 @@
 """One load point's latency figures, and when its step latency may enter Appendix G's estimate.
 
-Computed here once for ``results.json`` (:mod:`speedbench.metrics.run_results`), the report and
+Computed here once for ``results.json`` (:mod:`speedbench.analysis.run_results`), the report and
 the board (:mod:`speedbench.leaderboard.recompute`):
 
 - :func:`point_latency`: the latency and throughput summary of a point's successful records

@@ -1,6 +1,6 @@
 """Our own figures of one load point, by the names the peer modules map their figures to.
 
-``our_figures(point)`` reads a ``results.json`` point entry (``speedbench.metrics.run_results``); the
+``our_figures(point)`` reads a ``results.json`` point entry (``speedbench.analysis.run_results``); the
 names are those of ``docs/metrics.md``. Acceptance figures come from the point's primary source
 (the engine's per-request statistics when every record has them).
 """

@@ -4,7 +4,7 @@
     files = build_report(["runs/sd", "runs/baseline"], "report-out")
     files.html  # self-contained page, PNG plots embedded as base64
 
-Modules: ``runs`` reads run folders (with the one reader, :mod:`speedbench.run_folder`), ``compute`` gets every number from ``speedbench.metrics``,
+Modules: ``runs`` reads run folders (with the one reader, :mod:`speedbench.analysis.run_folder`), ``compute`` gets every number from ``speedbench.metrics``,
 ``plots`` draws the PNGs, ``tables`` defines the tables once for all formats, ``render``
 writes HTML / Markdown / CSV / JSON.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 from speedbench.report.compute import ReportData, ReportOptions, compute_report
 from speedbench.report.render import ReportFiles, summary_lines, write_report
 from speedbench.report.runs import RunFolderError, load_run, load_runs
-from speedbench.run_folder import RunFolder
+from speedbench.analysis.run_folder import RunFolder
 
 
 def build_report(run_dirs: list[str | Path], out_dir: str | Path, options: ReportOptions | None = None) -> ReportFiles:

@@ -1,6 +1,6 @@
 """Every number in the report, computed by ``speedbench.metrics`` from the runs' records.
 
-Per load point the figures come from ``speedbench.metrics.run_results.compute_results`` (the same
+Per load point the figures come from ``speedbench.analysis.run_results.compute_results`` (the same
 routine ``speedbench run`` writes ``results.json`` with), recomputed from ``records.jsonl`` so a
 stale or missing results file does not matter: acceptance from every source the engine offered
 (chunks, per-request engine statistics, Prometheus counters), their agreement, latency and
@@ -32,12 +32,12 @@ from typing import Any
 
 from speedbench import metrics as M
 from speedbench.metrics.load_point import appendix_g_estimate
-from speedbench.metrics.run_results import compute_results
+from speedbench.analysis.run_results import compute_results
 from speedbench.records import MAX_TOKENS_REASONS, TurnRecord
 from speedbench.report.category_speedup import category_speedup_rows, timed_turns, turn_ids
 from speedbench.report.lossless import losslessness_rows
 from speedbench.report.phases import phase_tables
-from speedbench.run_folder import RunFolder
+from speedbench.analysis.run_folder import RunFolder
 from speedbench.metrics.phases import PROMPT_STATES
 from speedbench.options import option
 from speedbench.settings import AnalysisOptions

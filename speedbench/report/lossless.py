@@ -13,7 +13,7 @@ from typing import Any
 
 from speedbench.metrics.losslessness import (NONDETERMINISM_NOTE, LosslessnessSummary, compare_outputs, pair_records,
                                              summary_fields)
-from speedbench.run_folder import RunFolder
+from speedbench.analysis.run_folder import RunFolder
 
 
 def _temperature(run: RunFolder) -> Any:

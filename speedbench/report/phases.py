@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from speedbench.metrics.phases import ANSWER, PHASES, phase_results
-from speedbench.run_folder import RunFolder
+from speedbench.analysis.run_folder import RunFolder
 from speedbench.settings import NUM_RESAMPLES
 from speedbench.tokenization.phase_boundary import resolve_markers
 

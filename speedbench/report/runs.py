@@ -1,4 +1,4 @@
-"""The report's run folders: read by the one reader (:mod:`speedbench.run_folder`), named uniquely.
+"""The report's run folders: read by the one reader (:mod:`speedbench.analysis.run_folder`), named uniquely.
 
 A run folder may also hold ``engine.json``: what ``LocalEngine.describe()`` said about the
 server (speculation mode, draft length, model files with sha256). ``speedbench demo`` writes
@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from speedbench.records import RECORDS_NAME
-from speedbench.run_folder import RunFolder, RunFolderError, read_run_folder
+from speedbench.analysis.run_folder import RunFolder, RunFolderError, read_run_folder
 
 
 def load_run(path: str | Path) -> RunFolder:

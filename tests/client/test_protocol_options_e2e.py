@@ -44,7 +44,7 @@ def test_limit_is_balanced_and_recorded(server, dataset, models_dir, tmp_path):
     assert selection["partial"] is True and selection["config_rows"] == 14
     assert json.loads((out / "results.json").read_text())["selection"]["rows"] == 6
     from speedbench.report.compute import compute_report
-    from speedbench.run_folder import read_run_folder
+    from speedbench.analysis.run_folder import read_run_folder
 
     flags = [f for f in compute_report([read_run_folder(out)]).flags if f["flag"] == "partial_config"]
     assert flags and flags[0]["detail"] == "6 of the config's 14 rows (coding 2, humanities 2, math 2)"

@@ -15,7 +15,7 @@ import pytest
 from speedbench.client.run.counters import counter_delta, parse_prometheus
 from speedbench.client.engines import get_adapter
 from speedbench.client.engines.base import StreamError, StreamState
-from speedbench.metrics.run_results import analyse_point
+from speedbench.analysis.run_results import analyse_point
 from speedbench.metrics.acceptance.steps import record_steps
 from speedbench.records import TurnRecord
 

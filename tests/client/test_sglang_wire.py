@@ -192,7 +192,7 @@ def test_a_tree_is_consistent_with_its_nodes_and_a_chain_with_k():
     """55 proposed over 11 verify calls is a tree's 5 nodes each: consistent at K = 3 (its depth)
     once the rule knows the nodes (the server's description); without them the same record looks
     like more drafts than a chain of 3 proposes. The chain's 33 over 11 needs no nodes."""
-    from speedbench.consistency import check_record
+    from speedbench.analysis.consistency import check_record
     from speedbench.metrics.acceptance.draft_length import server_draft_nodes
 
     tree, chain = _record("standalone_tree_generate.sse"), _record("standalone_generate.sse")

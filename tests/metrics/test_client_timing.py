@@ -68,7 +68,7 @@ def test_point_figures():
 def test_results_leave_lagged_records_out_of_latency_and_report_them():
     """Two healthy records with 10 ms step gaps and one read at once: step latency and per-user
     speed come from the healthy two (gaps of 10 ms, by hand), the tokens from all three."""
-    from speedbench.metrics.run_results import analyse_point
+    from speedbench.analysis.run_results import analyse_point
 
     a = _record([10, 20, 30, 40, 50], [1, 4, 2, 3, 1], "c4/a/0")
     b = _record([10, 20, 30, 40, 50], [1, 4, 2, 3, 1], "c4/b/0")

@@ -76,7 +76,7 @@ def test_counters_are_corrected_the_same_way():
     21 drafted tokens, 12 accepted. With the placeholder step the records identify, the counters source
     is corrected the same way (by hand: 6 steps, 18 tokens, AL 1 + 12 / 6 = 3.0, the engine's), keeps the
     uncorrected figures beside it, and no disagreement is flagged (7 vs 6 drafted steps was one)."""
-    from speedbench.metrics.run_results import analyse_point
+    from speedbench.analysis.run_results import analyse_point
 
     entry = {"run_point": "c1", "complete": True,
              "delta": {"vllm:spec_decode_num_drafts_total": 7.0, "vllm:spec_decode_num_draft_tokens_total": 21.0,

@@ -2,7 +2,7 @@
 how the earlier answers entered later turns, summed from the records, with a flag for mismatches."""
 from __future__ import annotations
 
-from speedbench.metrics.run_results import analyse_point
+from speedbench.analysis.run_results import analyse_point
 from speedbench.records import EngineSpecStats, TurnRecord
 
 

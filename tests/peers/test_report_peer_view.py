@@ -1,4 +1,4 @@
-"""The peer view in results.json (speedbench.metrics.run_results) and in the report's table ``peers``."""
+"""The peer view in results.json (speedbench.analysis.run_results) and in the report's table ``peers``."""
 from __future__ import annotations
 
 import pytest

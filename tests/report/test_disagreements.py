@@ -19,11 +19,11 @@ import pytest
 from speedbench.leaderboard.pack import pack_bundle
 from speedbench.leaderboard.validate import ValidatedBundle, compute_entry_metrics, read_runs
 from speedbench.metrics.acceptance.from_records import primary_table, record_acceptance
-from speedbench.metrics.run_results import compute_results
+from speedbench.analysis.run_results import compute_results
 from speedbench.records import EngineSpecStats, RunManifest, TurnRecord
 from speedbench.report.compute import ReportOptions, compute_report
 from speedbench.report.runs import load_runs
-from speedbench.run_folder import read_run_folder
+from speedbench.analysis.run_folder import read_run_folder
 from speedbench.schema import isl_bucket
 
 T0 = 10**12  # ns, an arbitrary monotonic-clock origin

@@ -1,5 +1,5 @@
 """results.json (the client), the report and the board give identical acceptance numbers on the same
-records: one reader (speedbench.run_folder) and one path (speedbench.metrics.acceptance.from_records) from
+records: one reader (speedbench.analysis.run_folder) and one path (speedbench.metrics.acceptance.from_records) from
 a run folder to AL.
 
 The board's side is the code the Space runs on an upload: the folder packed into a bundle
@@ -21,7 +21,7 @@ import pytest
 
 from speedbench.leaderboard.pack import pack_bundle
 from speedbench.leaderboard.validate import ValidatedBundle, compute_entry_metrics, read_runs
-from speedbench.metrics.run_results import compute_results
+from speedbench.analysis.run_results import compute_results
 from speedbench.report.compute import ReportOptions, compute_report
 from speedbench.report.runs import load_run
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from speedbench.run_folder import RunFolderError, read_run_folder, read_run_manifest
+from speedbench.analysis.run_folder import RunFolderError, read_run_folder, read_run_manifest
 
 
 def test_the_manifest_alone_is_the_manifest_the_folder_reader_gives(synthetic_runs):

@@ -4,7 +4,7 @@ A run folder holds ``manifest.json`` (what produced the run), ``records.jsonl`` 
 request-turn, written as each completed), ``counters.jsonl`` (the engine's Prometheus snapshots
 around each load point), ``results.json`` (the client's figures) and, when ``speedbench serve`` or
 ``demo`` started the engine, ``engine.json`` (its description). :func:`read_run_folder` reads one
-into a :class:`RunFolder`. The client's results (:func:`speedbench.metrics.run_results.compute_results`),
+into a :class:`RunFolder`. The client's results (:func:`speedbench.analysis.run_results.compute_results`),
 the report (:mod:`speedbench.report`) and the board (:func:`speedbench.leaderboard.runs.read_run`,
 from a bundle's members) all read through it, so each file is parsed in one place and each derived
 fact has one answer: the load points and their order, the ISL bucket

@@ -1,6 +1,6 @@
 """``results.json``: per load point, acceptance from every source and latency / throughput figures.
 
-The one routine from a run folder (:class:`speedbench.run_folder.RunFolder`: records + counters +
+The one routine from a run folder (:class:`speedbench.analysis.run_folder.RunFolder`: records + counters +
 manifest) to numbers: ``speedbench run`` writes ``results.json`` with it, ``speedbench report``
 recomputes with it, and the board uses the same pieces (:mod:`speedbench.metrics.acceptance.from_records`
 for acceptance, :mod:`speedbench.metrics.load_point` for latency, :mod:`speedbench.metrics.acceptance.draft_length`
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from speedbench.consistency import check_record
+from speedbench.analysis.consistency import check_record
 from speedbench.metrics.client_timing import client_timing
 from speedbench.metrics.acceptance.agreement import compare_sources, counter_summary
 from speedbench.metrics.acceptance.draft_length import (
@@ -28,7 +28,7 @@ from speedbench.metrics.results import to_jsonable
 from speedbench.metrics.acceptance.steps import TOKENS_PER_DECODE_STEP
 from speedbench.peers.view import peer_views
 from speedbench.records import MANIFEST_NAME, RECORDS_NAME, TurnRecord
-from speedbench.run_folder import RunFolder, read_run_folder
+from speedbench.analysis.run_folder import RunFolder, read_run_folder
 from speedbench.settings import AGREEMENT_TOLERANCE, NUM_RESAMPLES
 
 RESULTS_FORMAT_VERSION = 1
@@ -57,7 +57,7 @@ class PointResult:
     latency: dict | None
     totals: dict[str, int]
     flags: list[str] = field(default_factory=list)
-    # Record rules broken (speedbench.consistency, the rules the leaderboard applies): count per rule.
+    # Record rules broken (speedbench.analysis.consistency, the rules the leaderboard applies): count per rule.
     consistency: dict[str, int] = field(default_factory=dict)
     # The client's own timing health (speedbench.metrics.client_timing): lagged records' share.
     client_timing: dict[str, Any] = field(default_factory=dict)
@@ -199,7 +199,7 @@ def compute_results(run: str | Path | RunFolder, tolerance: float = AGREEMENT_TO
                     num_resamples: int = NUM_RESAMPLES,
                     draft_length: int | None = None) -> dict:
     """Results of every load point of a run folder (a path, read with
-    :func:`speedbench.run_folder.read_run_folder`, or a folder already read). ``draft_length`` is K
+    :func:`speedbench.analysis.run_folder.read_run_folder`, or a folder already read). ``draft_length`` is K
     as the caller knows it; without it, K as the run declared it (:mod:`speedbench.metrics.acceptance.draft_length`)."""
     folder = run if isinstance(run, RunFolder) else read_run_folder(run)
     manifest = folder.manifest
