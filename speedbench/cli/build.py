@@ -6,7 +6,8 @@ import sys
 from pathlib import Path
 
 from speedbench import settings
-from speedbench.settings import BUILD_DEFAULTS
+from speedbench.options import add_arguments
+from speedbench.settings import BUILD_DEFAULTS, QualitativeOptions
 
 DEFAULT_OUT = Path("speed-bench")
 
@@ -37,7 +38,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--allow-short", action="store_true",
                         help="write a category whose candidate pool is smaller than asked "
                              "(noted in the dataset card) instead of failing")
-    _add_qualitative_options(parser)
+    add_arguments(parser, QualitativeOptions)  # the one declaration, shared with curate: speedbench/settings.py
     parser.add_argument("--online", action="store_true",
                         help="read the reference sources from the Hugging Face Hub (pinned "
                              "revisions) instead of the mirror where an adapter knows how")
@@ -53,35 +54,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="export mode for publishing: rows from sources that may not be "
                              "redistributed become placeholders; 'speedbench resolve' fills them back")
     parser.set_defaults(func=run)
-
-
-def _add_qualitative_options(parser: argparse.ArgumentParser) -> None:
-    """How a qualitative category's prompts are embedded, deduplicated and chosen."""
-    parser.add_argument("--selector", default=BUILD_DEFAULTS.selector,
-                        choices=["greedy_swap", "greedy", "qp", "random"],
-                        help="qualitative: how the prompts of a category are chosen")
-    parser.add_argument("--embedder", default=BUILD_DEFAULTS.embedder,
-                        choices=["use", "openai"],
-                        help="qualitative: sentence embeddings; 'use' = fast-universal-sentence-"
-                             "encoder (offline), 'openai' = text-embedding-3-large (needs OPENAI_API_KEY)")
-    parser.add_argument("--embedding-cache", type=Path, default=None,
-                        help="embedding cache folder; default: $SPEEDBENCH_CACHE/embeddings or "
-                             "~/.cache/speedbench/embeddings")
-    parser.add_argument("--pool-cap", type=int, default=BUILD_DEFAULTS.pool_cap,
-                        help="qualitative: at most this many candidates per category are embedded "
-                             "(a seeded sample balanced across sources; 0 = every candidate, the default)")
-    parser.add_argument("--embedding-url", default=None,
-                        help="with --embedder openai: base URL of any OpenAI-compatible embeddings endpoint "
-                             "(vLLM, TEI, ...; default $OPENAI_BASE_URL or OpenAI's); key from OPENAI_API_KEY when set")
-    parser.add_argument("--embedding-model", default=None,
-                        help="with --embedder openai: the embedding model (default text-embedding-3-large)")
-    parser.add_argument("--embed-workers", type=int, default=None,
-                        help="qualitative, --embedder use: embedding processes, one BLAS thread each "
-                             "(default: $SPEEDBENCH_EMBED_WORKERS or one per CPU core, at most 4); "
-                             "the vectors do not depend on it")
-    parser.add_argument("--dedup-threshold", type=float, default=BUILD_DEFAULTS.dedup_threshold,
-                        help="qualitative: drop candidates whose cosine similarity to an earlier "
-                             "one is at least this (FAISS); 1 disables")
 
 
 def _resolve_sources(args: argparse.Namespace) -> Path:

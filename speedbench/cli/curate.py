@@ -5,7 +5,9 @@ import argparse
 import sys
 from pathlib import Path
 
-SELECTORS = ["greedy_swap", "greedy", "qp", "random"]
+from speedbench.options import add_arguments
+from speedbench.settings import QualitativeOptions
+
 INDEXES = ["flat", "ivf", "hnsw", "ivfpq", "pqfs"]
 
 
@@ -37,13 +39,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--source", default=None, help="value of the 'source' column (default: the input's name)")
     parser.add_argument("--license", default="", help="value of the 'license' column")
     parser.add_argument("--seed", type=int, default=0, help="seed for every random choice")
-    parser.add_argument("--selector", choices=SELECTORS, default="greedy_swap")
+    add_arguments(parser, QualitativeOptions, only=("selector",))  # declared once: speedbench/settings.py
     parser.add_argument("--index", choices=INDEXES, default="flat",
                         help="search index of the selection: flat = exact; the others are approximate "
                              "(for very large groups)")
     parser.add_argument("--threads", type=int, default=1, help="search threads")
-    parser.add_argument("--dedup-threshold", type=float, default=0.95,
-                        help="drop prompts whose cosine similarity to an earlier one is at least this; 1 disables")
+    add_arguments(parser, QualitativeOptions, only=("dedup_threshold",))
     parser.add_argument("--template-dedup", type=int, default=80, metavar="N",
                         help="drop prompts that hold an earlier one whole plus at most N characters of template (a "
                              "prefix, suffix, repeat marker; spacing and case ignored); 0 keeps them")
@@ -53,15 +54,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def add_embedding_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--embedder", choices=["use", "openai"], default="use",
-                        help="'use': the multilingual Universal Sentence Encoder (offline); 'openai': any "
-                             "OpenAI-compatible /v1/embeddings endpoint (key from OPENAI_API_KEY when set)")
-    parser.add_argument("--embedding-url", default=None,
-                        help="with --embedder openai: the endpoint's base URL (default: $OPENAI_BASE_URL or OpenAI's)")
-    parser.add_argument("--embedding-model", default=None,
-                        help="with --embedder openai: the model name (default text-embedding-3-large)")
-    parser.add_argument("--embedding-cache", type=Path, default=None,
-                        help="embedding cache folder; default: $SPEEDBENCH_CACHE/embeddings or ~/.cache/speedbench/embeddings")
+    # the shared embedding options, in the order curate has always listed them
+    add_arguments(parser, QualitativeOptions, only=("embedder", "embedding_url", "embedding_model"))
+    add_arguments(parser, QualitativeOptions, only=("embedding_cache",))
     parser.add_argument("--ray", default=None, metavar="auto|ADDRESS|local",
                         help="embed on a Ray cluster with Ray Data (extra 'ray'): 'auto' joins the cluster of this "
                              "machine, ray://HOST:PORT a remote one, 'local' starts a private one")
