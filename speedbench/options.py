@@ -60,6 +60,24 @@ def nested(cls: type, *, recorded: bool = False, resume: bool = False) -> Any:
         _KEY: OptionSpec(None, recorded=recorded, resume=resume, nested=True)})
 
 
+def reuse(cls: type, name: str, **changes) -> Any:
+    """A field offering the option declared as field ``name`` of ``cls`` (its one declaration: the
+    flag, how it parses, its help) in another command, with ``changes`` to what differs there
+    (``default``, ``help``, ``choices``, ``group``, ``show_default``, ...)."""
+    field = next((f for f, _ in declared(cls) if f.name == name), None)
+    if field is None:
+        raise TypeError(f"{cls.__name__} declares no option {name!r}")
+    default, factory = field.default, field.default_factory
+    if "default" in changes:
+        default, factory = changes.pop("default"), MISSING
+    if "default_factory" in changes:
+        default, factory = MISSING, changes.pop("default_factory")
+    if changes.get("choices") is not None:
+        changes["choices"] = tuple(changes["choices"])
+    spec = dataclasses.replace(spec_of(field), **changes)
+    return dataclasses.field(default=default, default_factory=factory, metadata={_KEY: spec})
+
+
 def _nested_class(field: dataclasses.Field) -> type:
     return field.default_factory  # nested() stores the class itself as the factory
 

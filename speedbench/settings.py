@@ -48,6 +48,17 @@ class AnalysisOptions:
                                 help="bootstrap resamples for the 95% CIs (seeded)")
 
 
+@dataclass(kw_only=True)
+class SharedOptions:
+    """Options several commands take, declared once (``speedbench.options``); a command offers one
+    with ``reuse(SharedOptions, name, ...)``, naming only what differs there (its default or help)."""
+
+    sources: Path | None = option("--sources", default=None, parse=Path,
+                                  help="source folder (the offline mirror); default: $SPEEDBENCH_SOURCES")
+    engine: str = option("--engine", choices=ENGINE_NAMES, help="the serving engine's API")
+    draft_length: int | None = option("--draft-length", default=None, parse=int, help="draft length K")
+
+
 @dataclass(frozen=True)
 class BuildOptions:
     """Options of `speedbench build`, with their defaults (the one home of both).

@@ -100,3 +100,28 @@ def test_parsers_refuse_bad_text(parse, text, message):
 def test_parsers_read_good_text():
     assert positive_ints(" 1, 2,4 ") == [1, 2, 4] and positive_floats("0.5,2") == [0.5, 2.0]
     assert json_object('{"a": [1]}') == {"a": [1]}
+
+
+def test_reuse_keeps_the_declaration_and_changes_only_what_is_named():
+    import argparse
+    from dataclasses import dataclass
+
+    from speedbench.options import add_arguments, from_args, option, reuse
+
+    @dataclass(kw_only=True)
+    class Shared:
+        width: int = option("--width", default=3, parse=int, metavar="W", help="the width")
+
+    @dataclass(kw_only=True)
+    class Other:
+        width: int = reuse(Shared, "width", default=7, help="another width")
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser, Other)
+    action = next(a for a in parser._actions if a.dest == "width")
+    assert (action.option_strings, action.metavar, action.type, action.default) == (["--width"], "W", int, 7)
+    assert action.help == "another width (default 7)"
+    assert from_args(Other, parser.parse_args(["--width", "5"])).width == 5
+    assert from_args(Shared, argparse.ArgumentParser().parse_args([])).width == 3  # the declaration unchanged
+    with pytest.raises(TypeError, match="declares no option 'height'"):
+        reuse(Shared, "height")

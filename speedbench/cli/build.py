@@ -7,7 +7,7 @@ from pathlib import Path
 
 from speedbench import settings
 from speedbench.options import add_arguments
-from speedbench.settings import BUILD_DEFAULTS, QualitativeOptions
+from speedbench.settings import BUILD_DEFAULTS, QualitativeOptions, SharedOptions
 
 DEFAULT_OUT = Path("speed-bench")
 
@@ -27,8 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--configs", default="qualitative",
                         help="comma-separated config names (e.g. qualitative,throughput_1k); "
                              "'all' builds every registered config; 'list' prints them")
-    parser.add_argument("--sources", type=Path, default=None,
-                        help="source folder (the offline mirror); default: $SPEEDBENCH_SOURCES")
+    add_arguments(parser, SharedOptions, only=("sources",))
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="dataset folder to write")
     parser.add_argument("--seed", type=int, default=0, help="seed for every random choice")
     parser.add_argument("--per-tier", type=int, default=BUILD_DEFAULTS.per_tier,

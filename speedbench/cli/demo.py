@@ -35,7 +35,7 @@ from pathlib import Path
 
 from speedbench import settings
 from speedbench.options import add_arguments
-from speedbench.settings import AnalysisOptions
+from speedbench.settings import AnalysisOptions, SharedOptions
 
 QUALITATIVE = "lite_qualitative"
 THROUGHPUT = "lite_throughput_1k"
@@ -54,7 +54,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "Writes demo-output/sweep.html and demo-output/report/report.html.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("--sources", type=Path, default=None, help="source mirror (default: $SPEEDBENCH_SOURCES)")
+    add_arguments(parser, SharedOptions, only=("sources",))
     parser.add_argument("--models", type=Path, default=None,
                         help="folder with the stories260K GGUFs and tokenizer (default: $SPEEDBENCH_MODELS)")
     parser.add_argument("--dataset", type=Path, default=Path("speed-bench"), help="dataset folder to build into")

@@ -8,7 +8,20 @@ import shutil
 import sys
 from pathlib import Path
 
+from dataclasses import dataclass
+
 from speedbench import settings
+from speedbench.options import add_arguments, reuse
+from speedbench.settings import SharedOptions
+
+
+@dataclass(kw_only=True)
+class FitIslShared:
+    """``--sources`` (declared in ``SharedOptions``), with what fit-isl reads from the mirror."""
+
+    sources: Path | None = reuse(SharedOptions, "sources", help=(
+        "source mirror: rows built by this project are re-rendered from it (exact instruction boundaries); "
+        "default: $SPEEDBENCH_SOURCES"))
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -32,9 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--configs", default="all",
                         help="comma-separated throughput configs to re-fit ('all': every throughput_* present)")
     parser.add_argument("--out", type=Path, required=True, help="folder to write (a copy of the dataset)")
-    parser.add_argument("--sources", type=Path, default=None,
-                        help="source mirror: rows built by this project are re-rendered from it "
-                             "(exact instruction boundaries); default: $SPEEDBENCH_SOURCES")
+    add_arguments(parser, FitIslShared, only=("sources",))
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.set_defaults(func=run)
 

@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 
 from speedbench import settings
+from speedbench.options import add_arguments
+from speedbench.settings import SharedOptions
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -32,8 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("input", type=Path, help="dataset folder or parquet file")
     parser.add_argument("--out", type=Path, required=True, help="where to write the resolved folder or file")
-    parser.add_argument("--sources", type=Path, default=None,
-                        help="source folder (the offline mirror); default: $SPEEDBENCH_SOURCES")
+    add_arguments(parser, SharedOptions, only=("sources",))
     parser.add_argument("--config", default=None,
                         help="config of a single parquet file (throughput_<N>k sets the length); "
                              "default: the folder name data/<config>/ when present")

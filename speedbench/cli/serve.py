@@ -2,6 +2,20 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
+
+from speedbench.options import add_arguments, reuse
+from speedbench.settings import SharedOptions
+
+
+@dataclass(kw_only=True)
+class ServeShared:
+    """The options serve shares with other commands (declared in ``SharedOptions``), as serve offers them."""
+
+    engine: str = reuse(SharedOptions, "engine", default="llamacpp", choices=("llamacpp", "llama.cpp", "vllm", "sglang"),
+                        show_default=False, help="llamacpp (default), vllm or sglang")
+    draft_length: int = reuse(SharedOptions, "draft_length", default=4, show_default=False,
+                              help="speculative tokens per step K (default 4; SGLang draft-tree: the tree's depth)")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -18,8 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "checkpoint converted to a Hugging Face folder, the draft rounded like Q4_0). Stops on Ctrl-C."
         ),
     )
-    parser.add_argument("--engine", default="llamacpp", choices=["llamacpp", "llama.cpp", "vllm", "sglang"],
-                        help="llamacpp (default), vllm or sglang")
+    add_arguments(parser, ServeShared, only=("engine",))
     parser.add_argument("--target", help="target model (path, or file name inside the models folder): "
                                          "GGUF for llama.cpp; llama2.c .bin or HF folder for vLLM")
     parser.add_argument("--draft", help="draft model for --speculation draft/synthetic")
@@ -27,8 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="none | draft | synthetic | ngram | ngram-simple | ngram-map-k | "
                              "ngram-map-k4v | ngram-mod | ngram-cache (default: draft; vLLM: none | draft | ngram; "
                              "SGLang: none | ngram | draft (a chain) | draft-tree (a tree of depth K, top-2 branching))")
-    parser.add_argument("--draft-length", type=int, default=4, help="speculative tokens per step K (default 4; "
-                                                                    "SGLang draft-tree: the tree's depth)")
+    add_arguments(parser, ServeShared, only=("draft_length",))
     parser.add_argument("--synthetic-rates", help="comma-separated unconditional acceptance per position "
                                                   "(K values, non-increasing), with --speculation synthetic")
     parser.add_argument("--synthetic-length", type=float, help="target mean acceptance length, "

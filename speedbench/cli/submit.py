@@ -5,10 +5,25 @@ import sys
 import tempfile
 from pathlib import Path
 
+from dataclasses import dataclass
+
 from speedbench.metrics.phases import PROMPT_STATES
+from speedbench.options import add_arguments, reuse
+from speedbench.settings import SharedOptions
 from speedbench.records import MANIFEST_NAME
 
 API_NAME = "/submit_bundle"
+META = "submission metadata (defaults from the first run's manifest where it has them)"
+
+
+@dataclass(kw_only=True)
+class SubmitShared:
+    """The options submit shares with other commands (declared in ``SharedOptions``): optional here,
+    the manifest's value by default."""
+
+    engine: str | None = reuse(SharedOptions, "engine", default=None, choices=None, group=META, show_default=False,
+                               help="vllm, sglang, trtllm, llamacpp or openai (default: the manifest's)")
+    draft_length: int | None = reuse(SharedOptions, "draft_length", group=META)
 
 
 def register(subparsers) -> None:
@@ -30,15 +45,15 @@ def register(subparsers) -> None:
     parser.add_argument("--out", type=Path, metavar="FILE", help="also write the bundle here (upload it in the UI)")
     parser.add_argument("--dry-run", action="store_true",
                         help="check the bundle and print the figures the board will show, submit nothing")
-    meta = parser.add_argument_group("submission metadata (defaults from the first run's manifest where it has them)")
+    meta = parser.add_argument_group(META)
     meta.add_argument("--model", help="target model id (default: the server's model id)")
     meta.add_argument("--model-family", default="", help="e.g. llama, qwen (default: derived from the model id)")
     meta.add_argument("--drafter", help="draft model or head, e.g. EAGLE3-LLaMA3.3-Instruct-70B")
     meta.add_argument("--method", dest="sd_method", help="SD method: eagle3, mtp, ngram, draft_model, ...")
-    meta.add_argument("--engine", help="vllm, sglang, trtllm, llamacpp or openai (default: the manifest's)")
+    add_arguments(parser, SubmitShared, {META: meta}, only=("engine",))
     meta.add_argument("--engine-version", help="default: the version the server reported")
     meta.add_argument("--gpu", help="accelerator, e.g. 'H100 SXM 80GB' or '8x B200'")
-    meta.add_argument("--draft-length", type=int, help="draft length K")
+    add_arguments(parser, SubmitShared, {META: meta}, only=("draft_length",))
     meta.add_argument("--temperature", type=float, help="sampling temperature (default: the run's option)")
     meta.add_argument("--submitter", default="", help="who submits (optional)")
     meta.add_argument("--notes", default="", help="free text, plain (optional)")
