@@ -57,6 +57,7 @@ class SharedOptions:
                                   help="source folder (the offline mirror); default: $SPEEDBENCH_SOURCES")
     engine: str = option("--engine", choices=ENGINE_NAMES, help="the serving engine's API")
     draft_length: int | None = option("--draft-length", default=None, parse=int, help="draft length K")
+    no_progress: bool = option("--no-progress", default=False, help="no progress bars")
 
 
 @dataclass(frozen=True)

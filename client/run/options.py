@@ -82,7 +82,7 @@ class RunOptions(RequestOptions, AnalysisOptions):
     draft_length: int | None = reuse(SharedOptions, "draft_length", recorded=True, group=ANALYSIS,
                                      help="K, for chunk-based acceptance when the engine does not report it")
     out: str = option("--out", group=OUTPUT, help="run folder (created; resumed when it exists)")
-    progress: bool = option("--no-progress", default=True, group=OUTPUT, help="no progress bar")
+    progress: bool = reuse(SharedOptions, "no_progress", default=True, group=OUTPUT, help="no progress bar")
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:

@@ -48,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--push", metavar="REPO_ID", default=None,
                         help="after building, upload the folder to this Hub dataset repo")
     parser.add_argument("--private", action="store_true", help="with --push: create the repo private")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_arguments(parser, SharedOptions, only=("no_progress",))
     parser.add_argument("--placeholders", action="store_true",
                         help="export mode for publishing: rows from sources that may not be "
                              "redistributed become placeholders; 'speedbench resolve' fills them back")

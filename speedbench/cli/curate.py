@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from speedbench.options import add_arguments
-from speedbench.settings import QualitativeOptions
+from speedbench.settings import QualitativeOptions, SharedOptions
 
 INDEXES = ["flat", "ivf", "hnsw", "ivfpq", "pqfs"]
 
@@ -49,7 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="drop prompts that hold an earlier one whole plus at most N characters of template (a "
                              "prefix, suffix, repeat marker; spacing and case ignored); 0 keeps them")
     add_embedding_arguments(parser)
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_arguments(parser, SharedOptions, only=("no_progress",))
     parser.set_defaults(func=run)
 
 

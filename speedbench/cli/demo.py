@@ -72,7 +72,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="lite_qualitative: leave out prompts longer than this many o200k tokens (all turns)")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the lite configs even when present")
     add_arguments(parser, AnalysisOptions, only=("num_resamples",))  # --resamples, as run and report
-    parser.add_argument("--no-progress", action="store_true")
+    add_arguments(parser, SharedOptions, only=("no_progress",))
     parser.set_defaults(func=run)
 
 

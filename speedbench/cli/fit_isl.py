@@ -46,7 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="comma-separated throughput configs to re-fit ('all': every throughput_* present)")
     parser.add_argument("--out", type=Path, required=True, help="folder to write (a copy of the dataset)")
     add_arguments(parser, FitIslShared, only=("sources",))
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_arguments(parser, SharedOptions, only=("no_progress",))
     parser.set_defaults(func=run)
 
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from speedbench.options import add_arguments
-from speedbench.settings import AnalysisOptions
+from speedbench.settings import AnalysisOptions, SharedOptions
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -33,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="check the plan and list the runs it would make; start nothing")
     parser.add_argument("--no-report", action="store_true", help="measure only; write no report")
     add_arguments(parser, AnalysisOptions, only=("num_resamples",))  # --resamples, as run and report
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_arguments(parser, SharedOptions, only=("no_progress",))
     parser.set_defaults(func=run)
 
 

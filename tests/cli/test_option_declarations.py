@@ -30,6 +30,8 @@ SHARED_HELP = {
 CHANGED = {(command, flag): help for flag, help in SHARED_HELP.items() for command in ("build", "curate")}
 # demo's --sources said the same as build's and resolve's in other words; now it shares their text
 CHANGED["demo", "--sources"] = "source folder (the offline mirror); default: $SPEEDBENCH_SOURCES"
+# demo's --no-progress had no help; it now has the shared one
+CHANGED["demo", "--no-progress"] = "no progress bars"
 
 
 def _value(v):
@@ -134,7 +136,8 @@ def test_shared_options_declared_once():
     """The options several commands share (qualitative selection, sources, engine, draft length) are
     spelled in one place; the commands offer them with add_arguments / reuse."""
     shared = ("--selector", "--embedder", "--embedding-cache", "--pool-cap", "--embedding-url",
-              "--embedding-model", "--embed-workers", "--dedup-threshold", "--sources", "--engine", "--draft-length")
+              "--embedding-model", "--embed-workers", "--dedup-threshold", "--sources", "--engine", "--draft-length",
+              "--no-progress")
     places = {flag: [] for flag in shared}
     for top in ("speedbench", "client", "dataset_builder"):
         for path in sorted((ROOT / top).rglob("*.py")):
