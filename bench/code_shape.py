@@ -229,11 +229,22 @@ def option_places(root: Path) -> dict[str, dict[str, int]]:
                     flag = "--" + dests[0].replace("_", "-")
                     flag_of_field[keyword.arg] = flag
                     counts[flag]["construction"] += 1
-    for tree in trees:  # fields; option("--flag") names the flag of its field
+    declared_flags: dict[tuple[str, str], str] = {}  # (class, field) -> flag, for reuse(Class, "field")
+    for tree in trees:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, ast.AnnAssign) and isinstance(item.value, ast.Call) \
+                            and _call_name(item.value) == "option" and _string_arg(item.value):
+                        declared_flags[(node.name, item.target.id)] = _string_arg(item.value)
+    for tree in trees:  # fields; option("--flag") names the flag of its field, reuse() the reused one's
         for fields_ in _class_fields(tree, OPTION_CLASSES).values():
             for name, value in fields_:
                 if isinstance(value, ast.Call) and _call_name(value) == "option" and _string_arg(value):
                     flag_of_field[name] = _string_arg(value)
+                elif isinstance(value, ast.Call) and _call_name(value) == "reuse" and len(value.args) == 2 \
+                        and isinstance(value.args[0], ast.Name) and isinstance(value.args[1], ast.Constant):
+                    flag_of_field[name] = declared_flags.get((value.args[0].id, value.args[1].value))
     flag = lambda name: flag_of_field.get(FIELD_ALIASES.get(name, name))  # noqa: E731
     for tree in trees:
         for fields_ in _class_fields(tree, OPTION_CLASSES).values():

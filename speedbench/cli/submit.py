@@ -7,8 +7,8 @@ from pathlib import Path
 
 from dataclasses import dataclass
 
-from speedbench.metrics.phases import PROMPT_STATES
 from speedbench.options import add_arguments, reuse
+from speedbench.report.compute import ReportOptions
 from speedbench.settings import SharedOptions
 from speedbench.records import MANIFEST_NAME
 
@@ -24,6 +24,13 @@ class SubmitShared:
     engine: str | None = reuse(SharedOptions, "engine", default=None, choices=None, group=META, show_default=False,
                                help="vllm, sglang, trtllm, llamacpp or openai (default: the manifest's)")
     draft_length: int | None = reuse(SharedOptions, "draft_length", group=META)
+    # declared by `speedbench report` (its phase overrides); here they go into the bundle's metadata
+    phase_boundary_ids: str | None = reuse(ReportOptions, "phase_boundary_ids", group=META, help=(
+        "token ids that end thinking, e.g. 151668 (Qwen3's </think>) or 1,2,3 (optional): the board then shows AL "
+        "per phase, thinking and answer"))
+    phase_prompt_state: str | None = reuse(ReportOptions, "phase_prompt_state", group=META, help=(
+        "with --phase-boundary-ids: the generation prompt leaves thinking to the model (none), opens it (open) or "
+        "closes it (closed)"))
 
 
 def register(subparsers) -> None:
@@ -57,12 +64,7 @@ def register(subparsers) -> None:
     meta.add_argument("--temperature", type=float, help="sampling temperature (default: the run's option)")
     meta.add_argument("--submitter", default="", help="who submits (optional)")
     meta.add_argument("--notes", default="", help="free text, plain (optional)")
-    meta.add_argument("--phase-boundary-ids", metavar="IDS",
-                      help="token ids that end thinking, e.g. 151668 (Qwen3's </think>) or 1,2,3 (optional): the "
-                           "board then shows AL per phase, thinking and answer")
-    meta.add_argument("--phase-prompt-state", choices=PROMPT_STATES,
-                      help="with --phase-boundary-ids: the generation prompt leaves thinking to the model (none), "
-                           "opens it (open) or closes it (closed)")
+    add_arguments(parser, SubmitShared, {META: meta}, only=("phase_boundary_ids", "phase_prompt_state"))
     parser.set_defaults(func=run)
 
 

@@ -137,7 +137,7 @@ def test_shared_options_declared_once():
     spelled in one place; the commands offer them with add_arguments / reuse."""
     shared = ("--selector", "--embedder", "--embedding-cache", "--pool-cap", "--embedding-url",
               "--embedding-model", "--embed-workers", "--dedup-threshold", "--sources", "--engine", "--draft-length",
-              "--no-progress")
+              "--no-progress", "--phase-boundary-ids", "--phase-prompt-state")
     places = {flag: [] for flag in shared}
     for top in ("speedbench", "client", "dataset_builder"):
         for path in sorted((ROOT / top).rglob("*.py")):
@@ -146,5 +146,7 @@ def test_shared_options_declared_once():
                     places[flag].append(str(path.relative_to(ROOT)))
     # demo's --pool-cap is its own option (the lite parent build's cap, default 48), not yet derived
     expected = {flag: ["speedbench/settings.py"] for flag in shared}
+    for flag in ("--phase-boundary-ids", "--phase-prompt-state"):  # report's, reused by submit
+        expected[flag] = ["speedbench/report/compute.py"]
     expected["--pool-cap"] = ["speedbench/cli/demo.py", "speedbench/settings.py"]
     assert places == expected
