@@ -42,15 +42,20 @@ class OptionSpec:
     show_default: bool = True  # append "(default ...)" to the help
     group: str | None = None  # the --help section it is listed under
     nested: bool = False  # a declared dataclass whose own fields are the flags
+    nargs: str | None = None  # argparse ``nargs`` ("+": one or more)
+    action: str | None = None  # "append": the flag may repeat, its values collected in a list
+    dest: str | None = None  # the namespace name when it is not the flag's (``--as`` -> ``name``)
 
 
 def option(flag: str | None, *, help: str = "", default: Any = MISSING, default_factory: Any = MISSING,
            parse: Callable[[str], Any] | None = None, choices=None, metavar: str | None = None,
            recorded: bool = False, resume: bool = False, show_default: bool = True,
-           group: str | None = None) -> Any:
-    """A dataclass field declaring one option (no default: the flag is required)."""
+           group: str | None = None, nargs: str | None = None, action: str | None = None,
+           dest: str | None = None) -> Any:
+    """A dataclass field declaring one option (no default: the flag is required). A ``flag`` without
+    a leading ``-`` is a positional argument of that name."""
     spec = OptionSpec(flag, help, parse, tuple(choices) if choices else None, metavar, recorded, resume,
-                      show_default, group)
+                      show_default, group, nargs=nargs, action=action, dest=dest)
     return dataclasses.field(default=default, default_factory=default_factory, metadata={_KEY: spec})
 
 
@@ -140,22 +145,25 @@ def add_arguments(parser, cls, groups: dict | None = None, only: tuple[str, ...]
             target = groups[spec.group]
         default = default_of(field)
         help_text = spec.help.replace("%", "%%") if plain else _help(spec, default)
-        kwargs: dict[str, Any] = {"dest": _dest(spec), "default": default, "help": help_text}
+        positional = not spec.flag.startswith("-")  # argparse names a positional by its flag
+        kwargs: dict[str, Any] = {"dest": None if positional else _dest(spec), "default": default,
+                                  "help": help_text, "nargs": spec.nargs, "action": spec.action}
         if isinstance(default, bool):
             if default and not _inverted(field, spec):
                 raise TypeError(f"{cls.__name__}.{field.name}: a flag for a field that defaults to True "
                                 f"must be --no-...")
             kwargs.update(action="store_true", default=False, help=spec.help.replace("%", "%%"))
         else:
-            metavar = spec.metavar or (None if spec.choices else spec.flag.lstrip("-").replace("-", "_").upper())
+            metavar = spec.metavar or (None if spec.choices or positional or spec.dest
+                                       else spec.flag.lstrip("-").replace("-", "_").upper())
             kwargs.update(type=spec.parse, choices=spec.choices, metavar=metavar)
             if default is MISSING:
-                kwargs.update(required=True, default=None)
+                kwargs.update(required=None if positional else True, default=None)
         target.add_argument(spec.flag, **{k: v for k, v in kwargs.items() if v is not None})
 
 
 def _dest(spec: OptionSpec) -> str:
-    return spec.flag.lstrip("-").replace("-", "_")
+    return spec.dest or spec.flag.lstrip("-").replace("-", "_")
 
 
 def _inverted(field: dataclasses.Field, spec: OptionSpec) -> bool:

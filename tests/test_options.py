@@ -125,3 +125,26 @@ def test_reuse_keeps_the_declaration_and_changes_only_what_is_named():
     assert from_args(Shared, argparse.ArgumentParser().parse_args([])).width == 3  # the declaration unchanged
     with pytest.raises(TypeError, match="declares no option 'height'"):
         reuse(Shared, "height")
+
+
+def test_positional_repeated_and_renamed_options():
+    import argparse
+    from dataclasses import dataclass
+    from pathlib import Path
+
+    from speedbench.options import add_arguments, from_args, option
+
+    @dataclass(kw_only=True)
+    class Cmd:
+        folders: list[Path] = option("folders", parse=Path, nargs="+", metavar="DIR", help="folders")
+        tag: list[str] | None = option("--tag", default=None, action="append", help="repeatable")
+        alias: str | None = option("--as", default=None, dest="alias", metavar="NAME", help="renamed")
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser, Cmd)
+    args = parser.parse_args(["a", "b", "--tag", "x", "--tag", "y", "--as", "n"])
+    assert vars(args) == {"folders": [Path("a"), Path("b")], "tag": ["x", "y"], "alias": "n"}
+    assert from_args(Cmd, args) == Cmd(folders=[Path("a"), Path("b")], tag=["x", "y"], alias="n")
+    assert vars(parser.parse_args(["a"])) == {"folders": [Path("a")], "tag": None, "alias": None}
+    with pytest.raises(SystemExit):
+        parser.parse_args([])  # the positional is required
