@@ -3,13 +3,48 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from speedbench import settings
-from speedbench.options import add_arguments
+from speedbench.options import add_arguments, nested, option, reuse
 from speedbench.settings import BUILD_DEFAULTS, QualitativeOptions, SharedOptions
 
 DEFAULT_OUT = Path("speed-bench")
+
+
+@dataclass(kw_only=True)
+class BuildCommandOptions:
+    """``speedbench build``'s options, declared once (``speedbench.options``); the defaults of what a
+    builder reads are ``BuildOptions``' (``BUILD_DEFAULTS``), the qualitative selection options are
+    shared with curate (``QualitativeOptions``)."""
+
+    configs: str = option("--configs", default="qualitative", help=(
+        "comma-separated config names (e.g. qualitative,throughput_1k); 'all' builds every registered config; "
+        "'list' prints them"))
+    sources: Path | None = reuse(SharedOptions, "sources")
+    out: Path = option("--out", default=DEFAULT_OUT, parse=Path, help="dataset folder to write")
+    seed: int = option("--seed", default=0, parse=int, help="seed for every random choice")
+    per_tier: int = option("--per-tier", default=BUILD_DEFAULTS.per_tier, parse=int,
+                           help="throughput: prompts per entropy tier")
+    per_category: int = option("--per-category", default=BUILD_DEFAULTS.per_category, parse=int,
+                               help="qualitative: prompts selected per category")
+    allow_short: bool = option("--allow-short", default=False, help=(
+        "write a category whose candidate pool is smaller than asked (noted in the dataset card) instead of failing"))
+    qualitative: QualitativeOptions = nested(QualitativeOptions)
+    online: bool = option("--online", default=False, help=(
+        "read the reference sources from the Hugging Face Hub (pinned revisions) instead of the mirror where an "
+        "adapter knows how"))
+    hub_revisions: Path | None = option("--hub-revisions", default=None, parse=Path, metavar="JSON", help=(
+        "with --online: a JSON file {hub_repo_id: commit} pinning the Hub sources (default: the pins in the "
+        "adapters, else main resolved once and recorded in manifest.json)"))
+    push: str | None = option("--push", default=None, metavar="REPO_ID",
+                              help="after building, upload the folder to this Hub dataset repo")
+    private: bool = option("--private", default=False, help="with --push: create the repo private")
+    no_progress: bool = reuse(SharedOptions, "no_progress")
+    placeholders: bool = option("--placeholders", default=False, help=(
+        "export mode for publishing: rows from sources that may not be redistributed become placeholders; "
+        "'speedbench resolve' fills them back"))
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -24,34 +59,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("--configs", default="qualitative",
-                        help="comma-separated config names (e.g. qualitative,throughput_1k); "
-                             "'all' builds every registered config; 'list' prints them")
-    add_arguments(parser, SharedOptions, only=("sources",))
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="dataset folder to write")
-    parser.add_argument("--seed", type=int, default=0, help="seed for every random choice")
-    parser.add_argument("--per-tier", type=int, default=BUILD_DEFAULTS.per_tier,
-                        help="throughput: prompts per entropy tier")
-    parser.add_argument("--per-category", type=int, default=BUILD_DEFAULTS.per_category,
-                        help="qualitative: prompts selected per category")
-    parser.add_argument("--allow-short", action="store_true",
-                        help="write a category whose candidate pool is smaller than asked "
-                             "(noted in the dataset card) instead of failing")
-    add_arguments(parser, QualitativeOptions)  # the one declaration, shared with curate: speedbench/settings.py
-    parser.add_argument("--online", action="store_true",
-                        help="read the reference sources from the Hugging Face Hub (pinned "
-                             "revisions) instead of the mirror where an adapter knows how")
-    parser.add_argument("--hub-revisions", type=Path, default=None, metavar="JSON",
-                        help="with --online: a JSON file {hub_repo_id: commit} pinning the Hub sources "
-                             "(default: the pins in the adapters, else main resolved once and recorded "
-                             "in manifest.json)")
-    parser.add_argument("--push", metavar="REPO_ID", default=None,
-                        help="after building, upload the folder to this Hub dataset repo")
-    parser.add_argument("--private", action="store_true", help="with --push: create the repo private")
-    add_arguments(parser, SharedOptions, only=("no_progress",))
-    parser.add_argument("--placeholders", action="store_true",
-                        help="export mode for publishing: rows from sources that may not be "
-                             "redistributed become placeholders; 'speedbench resolve' fills them back")
+    add_arguments(parser, BuildCommandOptions)
     parser.set_defaults(func=run)
 
 

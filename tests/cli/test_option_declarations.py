@@ -144,9 +144,7 @@ def test_shared_options_declared_once():
             for flag in _declared_flags(path):
                 if flag in places:
                     places[flag].append(str(path.relative_to(ROOT)))
-    # demo's --pool-cap is its own option (the lite parent build's cap, default 48), not yet derived
     expected = {flag: ["speedbench/settings.py"] for flag in shared}
     for flag in ("--phase-boundary-ids", "--phase-prompt-state"):  # report's, reused by submit
         expected[flag] = ["speedbench/report/compute.py"]
-    expected["--pool-cap"] = ["speedbench/cli/demo.py", "speedbench/settings.py"]
     assert places == expected
