@@ -13,7 +13,11 @@ From that one declaration:
   compares.
 
 A field made with :func:`nested` holds another declared dataclass (``SamplingOptions``): its
-fields become flags of the same command and it is recorded as one dict. Only the standard library
+fields become flags of the same command and it is recorded as one dict. A field made with
+:func:`reuse` offers an option declared elsewhere (``settings.SharedOptions``: ``--engine``,
+``--sources``, ...) in another command, naming only what differs there (its default or help). A
+flag without a leading ``-`` is a positional argument; ``nargs``, ``action="append"`` and ``dest``
+are argparse's. Only the standard library
 is imported here (the CLI builds ``--help`` without the heavy modules).
 """
 from __future__ import annotations

@@ -6,6 +6,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from speedbench.cli.build import BuildCommandOptions
 from speedbench.options import add_arguments, option, reuse
 from speedbench.settings import QualitativeOptions, SharedOptions
 
@@ -33,7 +34,7 @@ class CurateCommandOptions:
     split: str = option("--split", default="train", help="Hugging Face input: the split")
     source: str | None = option("--source", default=None, help="value of the 'source' column (default: the input's name)")
     license: str = option("--license", default="", help="value of the 'license' column")
-    seed: int = option("--seed", default=0, parse=int, help="seed for every random choice")
+    seed: int = reuse(BuildCommandOptions, "seed")  # as build: seed for every random choice
     selector: str = reuse(QualitativeOptions, "selector")
     index: str = option("--index", default="flat", choices=INDEXES, help=(
         "search index of the selection: flat = exact; the others are approximate (for very large groups)"))
