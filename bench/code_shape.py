@@ -13,13 +13,18 @@ minus speedbench/cli/), speedbench.cli, client, dataset_builder, space and
 metrics (the evaluate modules).  An import inside a function counts like one at
 the top: it is still a dependency, just a hidden one.
 
-Last, for every `speedbench run` option, the number of places that spell it out
+Then, for every `speedbench run` option, the number of places that spell it out
 (issue 25 counted five: the argparse call in speedbench/cli/run.py, the field of
 RunOptions (or of a dataclass it is made of: RequestOptions, AnalysisOptions,
 SamplingOptions), the keyword that builds RunOptions / SamplingOptions from the
 parsed arguments in speedbench/cli/run.py, the key in manifest_options and the
 field of ClientSettings).  A place that derives the option from its declaration
 (a loop over dataclass fields) does not count.
+
+Last (issue 31), the hand-written `add_argument` calls in speedbench/cli (options.py builds the
+rest from declarations) and the flags spelled by more than one `add_argument("--x")` or
+`option("--x")` call anywhere in the shipped code (the same flag of two commands counts, whether
+the two mean one thing or not).
 """
 from __future__ import annotations
 
@@ -172,6 +177,7 @@ def main() -> None:
     for a, b in mutual:
         print(f"  {a} <-> {b}")
     print_option_places(root)
+    print_command_declarations(root)
 
 
 # The dataclasses a `speedbench run` option may be declared in, and the one workers get.
@@ -223,11 +229,22 @@ def option_places(root: Path) -> dict[str, dict[str, int]]:
                     flag = "--" + dests[0].replace("_", "-")
                     flag_of_field[keyword.arg] = flag
                     counts[flag]["construction"] += 1
-    for tree in trees:  # fields; option("--flag") names the flag of its field
+    declared_flags: dict[tuple[str, str], str] = {}  # (class, field) -> flag, for reuse(Class, "field")
+    for tree in trees:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, ast.AnnAssign) and isinstance(item.value, ast.Call) \
+                            and _call_name(item.value) == "option" and _string_arg(item.value):
+                        declared_flags[(node.name, item.target.id)] = _string_arg(item.value)
+    for tree in trees:  # fields; option("--flag") names the flag of its field, reuse() the reused one's
         for fields_ in _class_fields(tree, OPTION_CLASSES).values():
             for name, value in fields_:
                 if isinstance(value, ast.Call) and _call_name(value) == "option" and _string_arg(value):
                     flag_of_field[name] = _string_arg(value)
+                elif isinstance(value, ast.Call) and _call_name(value) == "reuse" and len(value.args) == 2 \
+                        and isinstance(value.args[0], ast.Name) and isinstance(value.args[1], ast.Constant):
+                    flag_of_field[name] = declared_flags.get((value.args[0].id, value.args[1].value))
     flag = lambda name: flag_of_field.get(FIELD_ALIASES.get(name, name))  # noqa: E731
     for tree in trees:
         for fields_ in _class_fields(tree, OPTION_CLASSES).values():
@@ -256,6 +273,37 @@ def print_option_places(root: Path) -> None:
     totals = [sum(row.values()) for row in places.values()]
     print(f"options: {len(totals)}; declared in one place: {sum(1 for n in totals if n == 1)}; "
           f"most places for one option: {max(totals, default=0)}; places in all: {sum(totals)}")
+
+
+def command_declarations(root: Path) -> tuple[dict[str, int], dict[str, list[str]]]:
+    """Hand-written ``add_argument`` calls per file of speedbench/cli, and for every flag the files
+    whose ``add_argument("--flag")`` or ``option("--flag")`` spell it (each call once)."""
+    calls: dict[str, int] = {}
+    places: dict[str, list[str]] = defaultdict(list)
+    for path in source_files(root):
+        rel = str(path.relative_to(root))
+        if rel == "speedbench/options.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call) or _call_name(node) not in ("add_argument", "option"):
+                continue
+            if _call_name(node) == "add_argument" and rel.startswith("speedbench/cli/"):
+                calls[rel] = calls.get(rel, 0) + 1
+            if (_string_arg(node) or "").startswith("--"):
+                places[_string_arg(node)].append(rel)
+    return calls, dict(places)
+
+
+def print_command_declarations(root: Path) -> None:
+    calls, places = command_declarations(root)
+    print(f"\nhand-written add_argument calls in speedbench/cli (options.py excluded): {sum(calls.values())}")
+    for rel in sorted(calls):
+        print(f"  {calls[rel]:4d}  {rel}")
+    repeated = {flag: files for flag, files in places.items() if len(files) > 1}
+    print(f"flags declared (add_argument or option) more than once: {len(repeated)} of {len(places)}, "
+          f"{sum(len(files) for files in repeated.values())} declarations")
+    for flag in sorted(repeated):
+        print(f"  {flag:22s} {len(repeated[flag])}  " + ", ".join(sorted(set(repeated[flag]))))
 
 
 if __name__ == "__main__":

@@ -13,7 +13,11 @@ From that one declaration:
   compares.
 
 A field made with :func:`nested` holds another declared dataclass (``SamplingOptions``): its
-fields become flags of the same command and it is recorded as one dict. Only the standard library
+fields become flags of the same command and it is recorded as one dict. A field made with
+:func:`reuse` offers an option declared elsewhere (``settings.SharedOptions``: ``--engine``,
+``--sources``, ...) in another command, naming only what differs there (its default or help). A
+flag without a leading ``-`` is a positional argument; ``nargs``, ``action="append"`` and ``dest``
+are argparse's. Only the standard library
 is imported here (the CLI builds ``--help`` without the heavy modules).
 """
 from __future__ import annotations
@@ -42,15 +46,20 @@ class OptionSpec:
     show_default: bool = True  # append "(default ...)" to the help
     group: str | None = None  # the --help section it is listed under
     nested: bool = False  # a declared dataclass whose own fields are the flags
+    nargs: str | None = None  # argparse ``nargs`` ("+": one or more)
+    action: str | None = None  # "append": the flag may repeat, its values collected in a list
+    dest: str | None = None  # the namespace name when it is not the flag's (``--as`` -> ``name``)
 
 
 def option(flag: str | None, *, help: str = "", default: Any = MISSING, default_factory: Any = MISSING,
            parse: Callable[[str], Any] | None = None, choices=None, metavar: str | None = None,
            recorded: bool = False, resume: bool = False, show_default: bool = True,
-           group: str | None = None) -> Any:
-    """A dataclass field declaring one option (no default: the flag is required)."""
+           group: str | None = None, nargs: str | None = None, action: str | None = None,
+           dest: str | None = None) -> Any:
+    """A dataclass field declaring one option (no default: the flag is required). A ``flag`` without
+    a leading ``-`` is a positional argument of that name."""
     spec = OptionSpec(flag, help, parse, tuple(choices) if choices else None, metavar, recorded, resume,
-                      show_default, group)
+                      show_default, group, nargs=nargs, action=action, dest=dest)
     return dataclasses.field(default=default, default_factory=default_factory, metadata={_KEY: spec})
 
 
@@ -58,6 +67,24 @@ def nested(cls: type, *, recorded: bool = False, resume: bool = False) -> Any:
     """A field holding the declared dataclass ``cls`` (its fields are flags; recorded as one dict)."""
     return dataclasses.field(default_factory=cls, metadata={
         _KEY: OptionSpec(None, recorded=recorded, resume=resume, nested=True)})
+
+
+def reuse(cls: type, name: str, **changes) -> Any:
+    """A field offering the option declared as field ``name`` of ``cls`` (its one declaration: the
+    flag, how it parses, its help) in another command, with ``changes`` to what differs there
+    (``default``, ``help``, ``choices``, ``group``, ``show_default``, ...)."""
+    field = next((f for f, _ in declared(cls) if f.name == name), None)
+    if field is None:
+        raise TypeError(f"{cls.__name__} declares no option {name!r}")
+    default, factory = field.default, field.default_factory
+    if "default" in changes:
+        default, factory = changes.pop("default"), MISSING
+    if "default_factory" in changes:
+        default, factory = MISSING, changes.pop("default_factory")
+    if changes.get("choices") is not None:
+        changes["choices"] = tuple(changes["choices"])
+    spec = dataclasses.replace(spec_of(field), **changes)
+    return dataclasses.field(default=default, default_factory=factory, metadata={_KEY: spec})
 
 
 def _nested_class(field: dataclasses.Field) -> type:
@@ -122,22 +149,25 @@ def add_arguments(parser, cls, groups: dict | None = None, only: tuple[str, ...]
             target = groups[spec.group]
         default = default_of(field)
         help_text = spec.help.replace("%", "%%") if plain else _help(spec, default)
-        kwargs: dict[str, Any] = {"dest": _dest(spec), "default": default, "help": help_text}
+        positional = not spec.flag.startswith("-")  # argparse names a positional by its flag
+        kwargs: dict[str, Any] = {"dest": None if positional else _dest(spec), "default": default,
+                                  "help": help_text, "nargs": spec.nargs, "action": spec.action}
         if isinstance(default, bool):
             if default and not _inverted(field, spec):
                 raise TypeError(f"{cls.__name__}.{field.name}: a flag for a field that defaults to True "
                                 f"must be --no-...")
             kwargs.update(action="store_true", default=False, help=spec.help.replace("%", "%%"))
         else:
-            metavar = spec.metavar or (None if spec.choices else spec.flag.lstrip("-").replace("-", "_").upper())
+            metavar = spec.metavar or (None if spec.choices or positional or spec.dest
+                                       else spec.flag.lstrip("-").replace("-", "_").upper())
             kwargs.update(type=spec.parse, choices=spec.choices, metavar=metavar)
             if default is MISSING:
-                kwargs.update(required=True, default=None)
+                kwargs.update(required=None if positional else True, default=None)
         target.add_argument(spec.flag, **{k: v for k, v in kwargs.items() if v is not None})
 
 
 def _dest(spec: OptionSpec) -> str:
-    return spec.flag.lstrip("-").replace("-", "_")
+    return spec.dest or spec.flag.lstrip("-").replace("-", "_")
 
 
 def _inverted(field: dataclasses.Field, spec: OptionSpec) -> bool:

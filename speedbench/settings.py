@@ -48,6 +48,18 @@ class AnalysisOptions:
                                 help="bootstrap resamples for the 95% CIs (seeded)")
 
 
+@dataclass(kw_only=True)
+class SharedOptions:
+    """Options several commands take, declared once (``speedbench.options``); a command offers one
+    with ``reuse(SharedOptions, name, ...)``, naming only what differs there (its default or help)."""
+
+    sources: Path | None = option("--sources", default=None, parse=Path,
+                                  help="source folder (the offline mirror); default: $SPEEDBENCH_SOURCES")
+    engine: str = option("--engine", choices=ENGINE_NAMES, help="the serving engine's API")
+    draft_length: int | None = option("--draft-length", default=None, parse=int, help="draft length K")
+    no_progress: bool = option("--no-progress", default=False, help="no progress bars")
+
+
 @dataclass(frozen=True)
 class BuildOptions:
     """Options of `speedbench build`, with their defaults (the one home of both).
@@ -106,6 +118,40 @@ _OPTIONAL_TYPES = {"embedding_cache": str, "embed_workers": int, "embedding_url"
                    "lite_max_prompt_tokens": int, "config": str, "hub_revisions": object}
 
 BUILD_DEFAULTS = BuildOptions()
+
+# Subset selectors (Algorithm 1 and its baselines) and sentence embedders the builders offer.
+SELECTORS = ("greedy_swap", "greedy", "qp", "random")
+EMBEDDERS = ("use", "openai")
+
+
+@dataclass(kw_only=True)
+class QualitativeOptions:
+    """How a qualitative category's prompts are embedded, deduplicated and chosen: the options
+    ``speedbench build`` and ``speedbench curate`` share, declared once (``speedbench.options``);
+    each command adds the ones it takes with ``add_arguments(parser, QualitativeOptions, only=...)``.
+    The defaults are ``BuildOptions``'."""
+
+    selector: str = option("--selector", default=BUILD_DEFAULTS.selector, choices=SELECTORS,
+                           help="how the prompts of each category are chosen")
+    embedder: str = option("--embedder", default=BUILD_DEFAULTS.embedder, choices=EMBEDDERS, help=(
+        "'use': the multilingual Universal Sentence Encoder (offline); 'openai': any OpenAI-compatible "
+        "/v1/embeddings endpoint (key from OPENAI_API_KEY when set)"))
+    embedding_cache: Path | None = option("--embedding-cache", default=None, parse=Path, help=(
+        "embedding cache folder; default: $SPEEDBENCH_CACHE/embeddings or ~/.cache/speedbench/embeddings"))
+    pool_cap: int = option("--pool-cap", default=BUILD_DEFAULTS.pool_cap, parse=int, help=(
+        "qualitative: at most this many candidates per category are embedded (a seeded sample balanced "
+        "across sources; 0 = every candidate, the default)"))
+    embedding_url: str | None = option("--embedding-url", default=None, help=(
+        "with --embedder openai: base URL of any OpenAI-compatible embeddings endpoint (vLLM, TEI, ...; "
+        "default $OPENAI_BASE_URL or OpenAI's); key from OPENAI_API_KEY when set"))
+    embedding_model: str | None = option("--embedding-model", default=None, help=(
+        "with --embedder openai: the embedding model (default text-embedding-3-large)"))
+    embed_workers: int | None = option("--embed-workers", default=None, parse=int, help=(
+        "qualitative, --embedder use: embedding processes, one BLAS thread each (default: "
+        "$SPEEDBENCH_EMBED_WORKERS or one per CPU core, at most 4); the vectors do not depend on it"))
+    dedup_threshold: float = option("--dedup-threshold", default=BUILD_DEFAULTS.dedup_threshold, parse=float,
+                                    help="drop prompts whose cosine similarity to an earlier one is at least "
+                                         "this (FAISS); 1 disables")
 
 
 # -- environment variables -------------------------------------------------------------------

@@ -100,3 +100,51 @@ def test_parsers_refuse_bad_text(parse, text, message):
 def test_parsers_read_good_text():
     assert positive_ints(" 1, 2,4 ") == [1, 2, 4] and positive_floats("0.5,2") == [0.5, 2.0]
     assert json_object('{"a": [1]}') == {"a": [1]}
+
+
+def test_reuse_keeps_the_declaration_and_changes_only_what_is_named():
+    import argparse
+    from dataclasses import dataclass
+
+    from speedbench.options import add_arguments, from_args, option, reuse
+
+    @dataclass(kw_only=True)
+    class Shared:
+        width: int = option("--width", default=3, parse=int, metavar="W", help="the width")
+
+    @dataclass(kw_only=True)
+    class Other:
+        width: int = reuse(Shared, "width", default=7, help="another width")
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser, Other)
+    action = next(a for a in parser._actions if a.dest == "width")
+    assert (action.option_strings, action.metavar, action.type, action.default) == (["--width"], "W", int, 7)
+    assert action.help == "another width (default 7)"
+    assert from_args(Other, parser.parse_args(["--width", "5"])).width == 5
+    assert from_args(Shared, argparse.ArgumentParser().parse_args([])).width == 3  # the declaration unchanged
+    with pytest.raises(TypeError, match="declares no option 'height'"):
+        reuse(Shared, "height")
+
+
+def test_positional_repeated_and_renamed_options():
+    import argparse
+    from dataclasses import dataclass
+    from pathlib import Path
+
+    from speedbench.options import add_arguments, from_args, option
+
+    @dataclass(kw_only=True)
+    class Cmd:
+        folders: list[Path] = option("folders", parse=Path, nargs="+", metavar="DIR", help="folders")
+        tag: list[str] | None = option("--tag", default=None, action="append", help="repeatable")
+        alias: str | None = option("--as", default=None, dest="alias", metavar="NAME", help="renamed")
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser, Cmd)
+    args = parser.parse_args(["a", "b", "--tag", "x", "--tag", "y", "--as", "n"])
+    assert vars(args) == {"folders": [Path("a"), Path("b")], "tag": ["x", "y"], "alias": "n"}
+    assert from_args(Cmd, args) == Cmd(folders=[Path("a"), Path("b")], tag=["x", "y"], alias="n")
+    assert vars(parser.parse_args(["a"])) == {"folders": [Path("a")], "tag": None, "alias": None}
+    with pytest.raises(SystemExit):
+        parser.parse_args([])  # the positional is required

@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from speedbench.client.engines.base import REQUESTS, SamplingOptions
-from speedbench.options import json_object, nested, option
-from speedbench.settings import ENGINE_NAMES, MAX_ERRORS, READ_TIMEOUT_S, REQUEST_TIMEOUT_S
+from speedbench.options import json_object, nested, option, reuse
+from speedbench.settings import MAX_ERRORS, READ_TIMEOUT_S, REQUEST_TIMEOUT_S, SharedOptions
 
 TARGET = "target"  # the --help group naming the server and model
 
@@ -22,7 +22,7 @@ class RequestOptions:
     (``speedbench.options``: flag, help, default, recorded in the manifest, compared on resume).
     ``RunOptions`` (the whole command) and ``ClientSettings`` (what a worker gets) extend it."""
 
-    engine: str = option("--engine", choices=ENGINE_NAMES, group=TARGET, help="the serving engine's API")
+    engine: str = reuse(SharedOptions, "engine", group=TARGET)  # declared once: speedbench/settings.py
     url: str = option("--url", group=TARGET, help="server base URL, e.g. http://127.0.0.1:8000")
     tokenizer: str = option("--tokenizer", group=TARGET, help=(
         "folder with the target model's tokenizer.json, or a Hub model id ORG/NAME[@REVISION] (its tokenizer "

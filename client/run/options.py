@@ -18,9 +18,9 @@ from typing import Any
 from speedbench import options as declared
 from speedbench.client.engines.base import REQUESTS
 from speedbench.client.execution.phase import TARGET, ClientSettings, RequestOptions
-from speedbench.options import names, option, positive_floats, positive_ints
+from speedbench.options import names, option, positive_floats, positive_ints, reuse
 from speedbench.records import RECORDS_NAME
-from speedbench.settings import AnalysisOptions
+from speedbench.settings import AnalysisOptions, SharedOptions
 
 DEFAULT_CONCURRENCY = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 # The manifest's identity fields: a resume needs the same engine, server, dataset config and tokenizer.
@@ -79,10 +79,10 @@ class RunOptions(RequestOptions, AnalysisOptions):
         "node; a cluster with token authentication also needs RAY_AUTH_MODE=token and its RAY_AUTH_TOKEN "
         "(docs/ray.md)"))
     # K for chunk-based acceptance when the engine does not say
-    draft_length: int | None = option("--draft-length", default=None, parse=int, recorded=True, group=ANALYSIS,
-                                      help="K, for chunk-based acceptance when the engine does not report it")
+    draft_length: int | None = reuse(SharedOptions, "draft_length", recorded=True, group=ANALYSIS,
+                                     help="K, for chunk-based acceptance when the engine does not report it")
     out: str = option("--out", group=OUTPUT, help="run folder (created; resumed when it exists)")
-    progress: bool = option("--no-progress", default=True, group=OUTPUT, help="no progress bar")
+    progress: bool = reuse(SharedOptions, "no_progress", default=True, group=OUTPUT, help="no progress bar")
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:

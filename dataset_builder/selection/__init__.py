@@ -21,10 +21,10 @@ import numpy as np
 
 from speedbench.dataset_builder.selection.greedy_swap import greedy, greedy_swap_select, swap_refine
 from speedbench.dataset_builder.selection.objective import mean_pairwise_similarity, pairwise_similarity_sum
+from speedbench.settings import SELECTORS
 from speedbench.dataset_builder.selection.qp import qp_select
 from speedbench.dataset_builder.selection.random_select import random_select
 
-SELECTORS = ("greedy_swap", "greedy", "qp", "random")
 BACKENDS = ("faiss", "numpy")
 
 

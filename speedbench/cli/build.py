@@ -3,12 +3,48 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from speedbench import settings
-from speedbench.settings import BUILD_DEFAULTS
+from speedbench.options import add_arguments, nested, option, reuse
+from speedbench.settings import BUILD_DEFAULTS, QualitativeOptions, SharedOptions
 
 DEFAULT_OUT = Path("speed-bench")
+
+
+@dataclass(kw_only=True)
+class BuildCommandOptions:
+    """``speedbench build``'s options, declared once (``speedbench.options``); the defaults of what a
+    builder reads are ``BuildOptions``' (``BUILD_DEFAULTS``), the qualitative selection options are
+    shared with curate (``QualitativeOptions``)."""
+
+    configs: str = option("--configs", default="qualitative", help=(
+        "comma-separated config names (e.g. qualitative,throughput_1k); 'all' builds every registered config; "
+        "'list' prints them"))
+    sources: Path | None = reuse(SharedOptions, "sources")
+    out: Path = option("--out", default=DEFAULT_OUT, parse=Path, help="dataset folder to write")
+    seed: int = option("--seed", default=0, parse=int, help="seed for every random choice")
+    per_tier: int = option("--per-tier", default=BUILD_DEFAULTS.per_tier, parse=int,
+                           help="throughput: prompts per entropy tier")
+    per_category: int = option("--per-category", default=BUILD_DEFAULTS.per_category, parse=int,
+                               help="qualitative: prompts selected per category")
+    allow_short: bool = option("--allow-short", default=False, help=(
+        "write a category whose candidate pool is smaller than asked (noted in the dataset card) instead of failing"))
+    qualitative: QualitativeOptions = nested(QualitativeOptions)
+    online: bool = option("--online", default=False, help=(
+        "read the reference sources from the Hugging Face Hub (pinned revisions) instead of the mirror where an "
+        "adapter knows how"))
+    hub_revisions: Path | None = option("--hub-revisions", default=None, parse=Path, metavar="JSON", help=(
+        "with --online: a JSON file {hub_repo_id: commit} pinning the Hub sources (default: the pins in the "
+        "adapters, else main resolved once and recorded in manifest.json)"))
+    push: str | None = option("--push", default=None, metavar="REPO_ID",
+                              help="after building, upload the folder to this Hub dataset repo")
+    private: bool = option("--private", default=False, help="with --push: create the repo private")
+    no_progress: bool = reuse(SharedOptions, "no_progress")
+    placeholders: bool = option("--placeholders", default=False, help=(
+        "export mode for publishing: rows from sources that may not be redistributed become placeholders; "
+        "'speedbench resolve' fills them back"))
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -23,65 +59,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("--configs", default="qualitative",
-                        help="comma-separated config names (e.g. qualitative,throughput_1k); "
-                             "'all' builds every registered config; 'list' prints them")
-    parser.add_argument("--sources", type=Path, default=None,
-                        help="source folder (the offline mirror); default: $SPEEDBENCH_SOURCES")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="dataset folder to write")
-    parser.add_argument("--seed", type=int, default=0, help="seed for every random choice")
-    parser.add_argument("--per-tier", type=int, default=BUILD_DEFAULTS.per_tier,
-                        help="throughput: prompts per entropy tier")
-    parser.add_argument("--per-category", type=int, default=BUILD_DEFAULTS.per_category,
-                        help="qualitative: prompts selected per category")
-    parser.add_argument("--allow-short", action="store_true",
-                        help="write a category whose candidate pool is smaller than asked "
-                             "(noted in the dataset card) instead of failing")
-    _add_qualitative_options(parser)
-    parser.add_argument("--online", action="store_true",
-                        help="read the reference sources from the Hugging Face Hub (pinned "
-                             "revisions) instead of the mirror where an adapter knows how")
-    parser.add_argument("--hub-revisions", type=Path, default=None, metavar="JSON",
-                        help="with --online: a JSON file {hub_repo_id: commit} pinning the Hub sources "
-                             "(default: the pins in the adapters, else main resolved once and recorded "
-                             "in manifest.json)")
-    parser.add_argument("--push", metavar="REPO_ID", default=None,
-                        help="after building, upload the folder to this Hub dataset repo")
-    parser.add_argument("--private", action="store_true", help="with --push: create the repo private")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
-    parser.add_argument("--placeholders", action="store_true",
-                        help="export mode for publishing: rows from sources that may not be "
-                             "redistributed become placeholders; 'speedbench resolve' fills them back")
+    add_arguments(parser, BuildCommandOptions)
     parser.set_defaults(func=run)
-
-
-def _add_qualitative_options(parser: argparse.ArgumentParser) -> None:
-    """How a qualitative category's prompts are embedded, deduplicated and chosen."""
-    parser.add_argument("--selector", default=BUILD_DEFAULTS.selector,
-                        choices=["greedy_swap", "greedy", "qp", "random"],
-                        help="qualitative: how the prompts of a category are chosen")
-    parser.add_argument("--embedder", default=BUILD_DEFAULTS.embedder,
-                        choices=["use", "openai"],
-                        help="qualitative: sentence embeddings; 'use' = fast-universal-sentence-"
-                             "encoder (offline), 'openai' = text-embedding-3-large (needs OPENAI_API_KEY)")
-    parser.add_argument("--embedding-cache", type=Path, default=None,
-                        help="embedding cache folder; default: $SPEEDBENCH_CACHE/embeddings or "
-                             "~/.cache/speedbench/embeddings")
-    parser.add_argument("--pool-cap", type=int, default=BUILD_DEFAULTS.pool_cap,
-                        help="qualitative: at most this many candidates per category are embedded "
-                             "(a seeded sample balanced across sources; 0 = every candidate, the default)")
-    parser.add_argument("--embedding-url", default=None,
-                        help="with --embedder openai: base URL of any OpenAI-compatible embeddings endpoint "
-                             "(vLLM, TEI, ...; default $OPENAI_BASE_URL or OpenAI's); key from OPENAI_API_KEY when set")
-    parser.add_argument("--embedding-model", default=None,
-                        help="with --embedder openai: the embedding model (default text-embedding-3-large)")
-    parser.add_argument("--embed-workers", type=int, default=None,
-                        help="qualitative, --embedder use: embedding processes, one BLAS thread each "
-                             "(default: $SPEEDBENCH_EMBED_WORKERS or one per CPU core, at most 4); "
-                             "the vectors do not depend on it")
-    parser.add_argument("--dedup-threshold", type=float, default=BUILD_DEFAULTS.dedup_threshold,
-                        help="qualitative: drop candidates whose cosine similarity to an earlier "
-                             "one is at least this (FAISS); 1 disables")
 
 
 def _resolve_sources(args: argparse.Namespace) -> Path:

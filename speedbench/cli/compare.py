@@ -4,12 +4,28 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
-from speedbench.options import add_arguments
+from speedbench.options import add_arguments, option
 from speedbench.settings import AnalysisOptions
 
 TOOLS = ("vllm", "sglang", "llamacpp", "aiperf", "specdec")
+
+
+@dataclass(kw_only=True)
+class CompareOptions:
+    """``speedbench compare``'s own options, declared once (``speedbench.options``)."""
+
+    peer_result: Path = option("peer_result", parse=Path, metavar="PEER_RESULT_FILE")
+    run_dir: Path = option("run_dir", parse=Path, metavar="RUN_DIR")
+    tool: str | None = option("--tool", default=None, choices=TOOLS, help="which peer wrote the file (default: detected)")
+    point: str | None = option("--point", default=None, help=(
+        "load point of the run to compare (default: the one at the peer's concurrency, or the only one)"))
+    json: Path | None = option("--json", default=None, parse=Path, metavar="OUT", help="also write the rows as JSON here")
+    server_token_count: bool = option("--server-token-count", default=False, help=(
+        "aiperf: count output tokens as the engine did (aiperf --use-server-token-count) instead of re-encoding "
+        "the text with the run's tokenizer"))
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -27,16 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "Exits 1 when a mismatch is found. Definitions: docs/metrics.md."),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("peer_result", type=Path, metavar="PEER_RESULT_FILE")
-    parser.add_argument("run_dir", type=Path, metavar="RUN_DIR")
-    parser.add_argument("--tool", choices=TOOLS, default=None, help="which peer wrote the file (default: detected)")
-    parser.add_argument("--point", default=None,
-                        help="load point of the run to compare (default: the one at the peer's concurrency, or the "
-                             "only one)")
-    parser.add_argument("--json", type=Path, default=None, metavar="OUT", help="also write the rows as JSON here")
-    parser.add_argument("--server-token-count", action="store_true",
-                        help="aiperf: count output tokens as the engine did (aiperf --use-server-token-count) instead "
-                             "of re-encoding the text with the run's tokenizer")
+    add_arguments(parser, CompareOptions)
     add_arguments(parser, AnalysisOptions)  # --tolerance, --resamples: as run and report compute our figures
     parser.set_defaults(func=run)
 

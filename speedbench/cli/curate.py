@@ -3,10 +3,55 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
-SELECTORS = ["greedy_swap", "greedy", "qp", "random"]
+from speedbench.cli.build import BuildCommandOptions
+from speedbench.options import add_arguments, option, reuse
+from speedbench.settings import QualitativeOptions, SharedOptions
+
 INDEXES = ["flat", "ivf", "hnsw", "ivfpq", "pqfs"]
+
+
+@dataclass(kw_only=True)
+class CurateCommandOptions:
+    """``speedbench curate``'s options, declared once (``speedbench.options``); the selection and
+    embedding options are the ones build takes (``QualitativeOptions``), listed in curate's order."""
+
+    input: str = option("input", metavar="INPUT", help=(
+        "a .jsonl / .parquet file, or a Hugging Face dataset (local folder or Hub id)"))
+    text_field: str = option("--text-field", help="field holding the prompt: a string or a list of turns")
+    group_by: str = option("--group-by", help="field whose values become the categories")
+    per_group: int = option("--per-group", default=80, parse=int, help="prompts chosen per group")
+    config: str = option("--config", help="config name to write (e.g. support_chats)")
+    out: Path = option("--out", parse=Path, help="dataset folder (other configs in it are kept)")
+    id_field: str | None = option("--id-field", default=None, help="field with a unique id per prompt (default: position)")
+    sub_category_field: str | None = option("--sub-category-field", default=None,
+                                            help="field for sub_category (default: the group)")
+    language_field: str | None = option("--language-field", default=None, help="field for language")
+    difficulty_field: str | None = option("--difficulty-field", default=None, help="field for difficulty")
+    hf_config: str | None = option("--hf-config", default=None, help="Hugging Face input: the dataset config")
+    split: str = option("--split", default="train", help="Hugging Face input: the split")
+    source: str | None = option("--source", default=None, help="value of the 'source' column (default: the input's name)")
+    license: str = option("--license", default="", help="value of the 'license' column")
+    seed: int = reuse(BuildCommandOptions, "seed")  # as build: seed for every random choice
+    selector: str = reuse(QualitativeOptions, "selector")
+    index: str = option("--index", default="flat", choices=INDEXES, help=(
+        "search index of the selection: flat = exact; the others are approximate (for very large groups)"))
+    threads: int = option("--threads", default=1, parse=int, help="search threads")
+    dedup_threshold: float = reuse(QualitativeOptions, "dedup_threshold")
+    template_dedup: int = option("--template-dedup", default=80, parse=int, metavar="N", help=(
+        "drop prompts that hold an earlier one whole plus at most N characters of template (a prefix, suffix, "
+        "repeat marker; spacing and case ignored); 0 keeps them"))
+    embedder: str = reuse(QualitativeOptions, "embedder")
+    embedding_url: str | None = reuse(QualitativeOptions, "embedding_url")
+    embedding_model: str | None = reuse(QualitativeOptions, "embedding_model")
+    embedding_cache: Path | None = reuse(QualitativeOptions, "embedding_cache")
+    ray: str | None = option("--ray", default=None, metavar="auto|ADDRESS|local", help=(
+        "embed on a Ray cluster with Ray Data (extra 'ray'): 'auto' joins the cluster of this machine, "
+        "ray://HOST:PORT a remote one, 'local' starts a private one"))
+    ray_workers: int = option("--ray-workers", default=2, parse=int, help="with --ray: embedding actors (one model each)")
+    no_progress: bool = reuse(SharedOptions, "no_progress")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -21,51 +66,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("input", metavar="INPUT",
-                        help="a .jsonl / .parquet file, or a Hugging Face dataset (local folder or Hub id)")
-    parser.add_argument("--text-field", required=True, help="field holding the prompt: a string or a list of turns")
-    parser.add_argument("--group-by", required=True, help="field whose values become the categories")
-    parser.add_argument("--per-group", type=int, default=80, help="prompts chosen per group")
-    parser.add_argument("--config", required=True, help="config name to write (e.g. support_chats)")
-    parser.add_argument("--out", type=Path, required=True, help="dataset folder (other configs in it are kept)")
-    parser.add_argument("--id-field", default=None, help="field with a unique id per prompt (default: position)")
-    parser.add_argument("--sub-category-field", default=None, help="field for sub_category (default: the group)")
-    parser.add_argument("--language-field", default=None, help="field for language")
-    parser.add_argument("--difficulty-field", default=None, help="field for difficulty")
-    parser.add_argument("--hf-config", default=None, help="Hugging Face input: the dataset config")
-    parser.add_argument("--split", default="train", help="Hugging Face input: the split")
-    parser.add_argument("--source", default=None, help="value of the 'source' column (default: the input's name)")
-    parser.add_argument("--license", default="", help="value of the 'license' column")
-    parser.add_argument("--seed", type=int, default=0, help="seed for every random choice")
-    parser.add_argument("--selector", choices=SELECTORS, default="greedy_swap")
-    parser.add_argument("--index", choices=INDEXES, default="flat",
-                        help="search index of the selection: flat = exact; the others are approximate "
-                             "(for very large groups)")
-    parser.add_argument("--threads", type=int, default=1, help="search threads")
-    parser.add_argument("--dedup-threshold", type=float, default=0.95,
-                        help="drop prompts whose cosine similarity to an earlier one is at least this; 1 disables")
-    parser.add_argument("--template-dedup", type=int, default=80, metavar="N",
-                        help="drop prompts that hold an earlier one whole plus at most N characters of template (a "
-                             "prefix, suffix, repeat marker; spacing and case ignored); 0 keeps them")
-    add_embedding_arguments(parser)
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_arguments(parser, CurateCommandOptions)
     parser.set_defaults(func=run)
-
-
-def add_embedding_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--embedder", choices=["use", "openai"], default="use",
-                        help="'use': the multilingual Universal Sentence Encoder (offline); 'openai': any "
-                             "OpenAI-compatible /v1/embeddings endpoint (key from OPENAI_API_KEY when set)")
-    parser.add_argument("--embedding-url", default=None,
-                        help="with --embedder openai: the endpoint's base URL (default: $OPENAI_BASE_URL or OpenAI's)")
-    parser.add_argument("--embedding-model", default=None,
-                        help="with --embedder openai: the model name (default text-embedding-3-large)")
-    parser.add_argument("--embedding-cache", type=Path, default=None,
-                        help="embedding cache folder; default: $SPEEDBENCH_CACHE/embeddings or ~/.cache/speedbench/embeddings")
-    parser.add_argument("--ray", default=None, metavar="auto|ADDRESS|local",
-                        help="embed on a Ray cluster with Ray Data (extra 'ray'): 'auto' joins the cluster of this "
-                             "machine, ray://HOST:PORT a remote one, 'local' starts a private one")
-    parser.add_argument("--ray-workers", type=int, default=2, help="with --ray: embedding actors (one model each)")
 
 
 def make_embedder(args: argparse.Namespace):

@@ -31,11 +31,12 @@ import os
 import shutil
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from speedbench import settings
-from speedbench.options import add_arguments
-from speedbench.settings import AnalysisOptions
+from speedbench.options import add_arguments, option, reuse
+from speedbench.settings import AnalysisOptions, QualitativeOptions, SharedOptions
 
 QUALITATIVE = "lite_qualitative"
 THROUGHPUT = "lite_throughput_1k"
@@ -43,6 +44,31 @@ RANDOM = "random_1k"  # the random-token control of the same length (--per-tier 
 DEMO_PLAN = Path(__file__).resolve().parents[2] / "examples" / "sweep" / "local.toml"
 # The demo plan reads its dataset folders from these (defaults: ./speed-bench, ./speed-bench-fitted).
 DATASET_ENV, FITTED_ENV = "SPEEDBENCH_DEMO_DATASET", "SPEEDBENCH_DEMO_FITTED"
+
+
+@dataclass(kw_only=True)
+class DemoOptions:
+    """``speedbench demo``'s options, declared once (``speedbench.options``)."""
+
+    sources: Path | None = reuse(SharedOptions, "sources")
+    models: Path | None = option("--models", default=None, parse=Path, help=(
+        "folder with the stories260K GGUFs and tokenizer (default: $SPEEDBENCH_MODELS)"))
+    dataset: Path = option("--dataset", default=Path("speed-bench"), parse=Path, help="dataset folder to build into")
+    plan: Path = option("--plan", default=DEMO_PLAN, parse=Path, help="the sweep plan to run")
+    out: Path = option("--out", default=Path("demo-output"), parse=Path, help="the sweep's folder (runs, report)")
+    fresh: bool = option("--fresh", default=False, help="start the measurements over (default: resume)")
+    per_category: int = option("--per-category", default=8, parse=int, help="lite_qualitative: prompts per category")
+    per_tier: int = option("--per-tier", default=16, parse=int, help="lite_throughput_1k: prompts per entropy tier")
+    pool_cap: int = reuse(QualitativeOptions, "pool_cap", default=48, help=(
+        "qualitative parent build (when the folder has no qualitative config): candidates embedded per category, "
+        "a seeded sample (keeps the build short on a CPU)"))
+    parent_per_category: int = option("--parent-per-category", default=24, parse=int, help=(
+        "qualitative parent build: prompts chosen per category by greedy+swap from the pool"))
+    max_prompt_tokens: int = option("--max-prompt-tokens", default=600, parse=int, help=(
+        "lite_qualitative: leave out prompts longer than this many o200k tokens (all turns)"))
+    rebuild: bool = option("--rebuild", default=False, help="rebuild the lite configs even when present")
+    num_resamples: int = reuse(AnalysisOptions, "num_resamples")  # --resamples, as run and report
+    no_progress: bool = reuse(SharedOptions, "no_progress")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -54,25 +80,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "Writes demo-output/sweep.html and demo-output/report/report.html.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("--sources", type=Path, default=None, help="source mirror (default: $SPEEDBENCH_SOURCES)")
-    parser.add_argument("--models", type=Path, default=None,
-                        help="folder with the stories260K GGUFs and tokenizer (default: $SPEEDBENCH_MODELS)")
-    parser.add_argument("--dataset", type=Path, default=Path("speed-bench"), help="dataset folder to build into")
-    parser.add_argument("--plan", type=Path, default=DEMO_PLAN, help="the sweep plan to run")
-    parser.add_argument("--out", type=Path, default=Path("demo-output"), help="the sweep's folder (runs, report)")
-    parser.add_argument("--fresh", action="store_true", help="start the measurements over (default: resume)")
-    parser.add_argument("--per-category", type=int, default=8, help="lite_qualitative: prompts per category")
-    parser.add_argument("--per-tier", type=int, default=16, help="lite_throughput_1k: prompts per entropy tier")
-    parser.add_argument("--pool-cap", type=int, default=48,
-                        help="qualitative parent build (when the folder has no qualitative config): candidates "
-                             "embedded per category, a seeded sample (keeps the build short on a CPU)")
-    parser.add_argument("--parent-per-category", type=int, default=24,
-                        help="qualitative parent build: prompts chosen per category by greedy+swap from the pool")
-    parser.add_argument("--max-prompt-tokens", type=int, default=600,
-                        help="lite_qualitative: leave out prompts longer than this many o200k tokens (all turns)")
-    parser.add_argument("--rebuild", action="store_true", help="rebuild the lite configs even when present")
-    add_arguments(parser, AnalysisOptions, only=("num_resamples",))  # --resamples, as run and report
-    parser.add_argument("--no-progress", action="store_true")
+    add_arguments(parser, DemoOptions)
     parser.set_defaults(func=run)
 
 

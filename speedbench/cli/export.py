@@ -3,9 +3,26 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
+from speedbench.options import add_arguments, option
+
 LAYOUTS = ("vllm", "sglang", "specdec", "llamacpp")
+
+
+@dataclass(kw_only=True)
+class ExportOptions:
+    """``speedbench export``'s options, declared once (``speedbench.options``)."""
+
+    dataset: Path = option("dataset", parse=Path, metavar="DATASET", help="dataset folder")
+    layout: str = option("--layout", choices=LAYOUTS)
+    out: Path = option("--out", parse=Path, help="folder to write into (created)")
+    config: list[str] | None = option("--config", default=None, action="append", metavar="CONFIG", help=(
+        "config to export (repeat for several; default: every config in the folder)"))
+    name: str | None = option("--as", default=None, dest="name", metavar="NAME", help=(
+        "write the one config under this name: vllm bench serve selects only the published names (qualitative, "
+        "throughput_1k, ...), so e.g. --config lite_qualitative --as qualitative"))
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -22,15 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "speed_bench.py from OUT). Placeholder rows are refused. OUT/export.json records what was written."),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("dataset", type=Path, metavar="DATASET", help="dataset folder")
-    parser.add_argument("--layout", choices=LAYOUTS, required=True)
-    parser.add_argument("--out", type=Path, required=True, help="folder to write into (created)")
-    parser.add_argument("--config", action="append", default=None, metavar="CONFIG",
-                        help="config to export (repeat for several; default: every config in the folder)")
-    parser.add_argument("--as", dest="name", default=None, metavar="NAME",
-                        help="write the one config under this name: vllm bench serve selects only the published "
-                             "names (qualitative, throughput_1k, ...), so e.g. --config lite_qualitative --as "
-                             "qualitative")
+    add_arguments(parser, ExportOptions)
     parser.set_defaults(func=run)
 
 

@@ -6,10 +6,29 @@ import hashlib
 import json
 import shutil
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from speedbench import settings
+from speedbench.options import add_arguments, option, reuse
+from speedbench.settings import SharedOptions
 
+
+@dataclass(kw_only=True)
+class FitIslOptions:
+    """``speedbench fit-isl``'s options, declared once (``speedbench.options``)."""
+
+    dataset: Path = option("dataset", parse=Path, help="dataset folder written by 'speedbench build'")
+    tokenizer: Path = option("--tokenizer", parse=Path, help="tokenizer.json of the target model, or the folder holding it")
+    chat_template: Path | None = option("--chat-template", default=None, parse=Path,
+                                        help="Jinja chat template file overriding the folder's own")
+    configs: str = option("--configs", default="all", help=(
+        "comma-separated throughput configs to re-fit ('all': every throughput_* present)"))
+    out: Path = option("--out", parse=Path, help="folder to write (a copy of the dataset)")
+    sources: Path | None = reuse(SharedOptions, "sources", help=(
+        "source mirror: rows built by this project are re-rendered from it (exact instruction boundaries); "
+        "default: $SPEEDBENCH_SOURCES"))
+    no_progress: bool = reuse(SharedOptions, "no_progress")
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -24,18 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("dataset", type=Path, help="dataset folder written by 'speedbench build'")
-    parser.add_argument("--tokenizer", type=Path, required=True,
-                        help="tokenizer.json of the target model, or the folder holding it")
-    parser.add_argument("--chat-template", type=Path, default=None,
-                        help="Jinja chat template file overriding the folder's own")
-    parser.add_argument("--configs", default="all",
-                        help="comma-separated throughput configs to re-fit ('all': every throughput_* present)")
-    parser.add_argument("--out", type=Path, required=True, help="folder to write (a copy of the dataset)")
-    parser.add_argument("--sources", type=Path, default=None,
-                        help="source mirror: rows built by this project are re-rendered from it "
-                             "(exact instruction boundaries); default: $SPEEDBENCH_SOURCES")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_arguments(parser, FitIslOptions)
     parser.set_defaults(func=run)
 
 

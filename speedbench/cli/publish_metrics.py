@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from speedbench import settings
+from speedbench.options import add_arguments, option
 
 METRIC_NAMES = ("speedbench_al", "speedbench_latency", "speedbench_speedup")
 SPACE_FILES = ("README.md", "app.py", "requirements.txt")  # besides the module <name>.py
@@ -107,6 +108,20 @@ def publish_metrics(namespace: str, metrics_dir: Path | None = None, names=METRI
     return urls
 
 
+@dataclass(kw_only=True)
+class PublishMetricsOptions:
+    """``speedbench publish-metrics``'s options, declared once (``speedbench.options``)."""
+
+    namespace: str = option("--namespace", help="user or organisation that owns the Spaces")
+    token: str | None = option("--token", default=None, help="Hub token with write access (default: HF_TOKEN / login)")
+    private: bool = option("--private", default=False, help="create the Spaces private")
+    metrics_dir: Path | None = option("--metrics-dir", default=None, parse=Path, help=(
+        "folder holding the metric folders (default: metrics/ of this checkout)"))
+    requirement: str | None = option("--requirement", default=None, help=(
+        "what requirements.txt installs instead of the pinned package, e.g. "
+        "'speed-bench[metrics] @ git+https://github.com/ORG/speed-bench@COMMIT'"))
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "publish-metrics",
@@ -117,14 +132,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "Hub; the token comes from --token, HF_TOKEN or `hf auth login`."
         ),
     )
-    parser.add_argument("--namespace", required=True, help="user or organisation that owns the Spaces")
-    parser.add_argument("--token", default=None, help="Hub token with write access (default: HF_TOKEN / login)")
-    parser.add_argument("--private", action="store_true", help="create the Spaces private")
-    parser.add_argument("--metrics-dir", type=Path, default=None,
-                        help="folder holding the metric folders (default: metrics/ of this checkout)")
-    parser.add_argument("--requirement", default=None,
-                        help="what requirements.txt installs instead of the pinned package, e.g. "
-                             "'speed-bench[metrics] @ git+https://github.com/ORG/speed-bench@COMMIT'")
+    add_arguments(parser, PublishMetricsOptions)
     parser.set_defaults(func=run)
 
 

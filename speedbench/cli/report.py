@@ -3,10 +3,19 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
-from speedbench.options import add_arguments, from_args
+from speedbench.options import add_arguments, from_args, option
 from speedbench.report.compute import PHASES, ReportOptions
+
+
+@dataclass(kw_only=True)
+class ReportFiles:
+    """What ``speedbench report`` reads and where it writes (the analysis options: ``ReportOptions``)."""
+
+    run_dirs: list[Path] = option("run_dirs", parse=Path, nargs="+", metavar="RUN_DIR")
+    out: Path = option("--out", default=Path("report"), parse=Path, help="folder to write the report into")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -21,9 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "with several draft lengths to get the best draft length per batch size."
         ),
     )
-    parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
-    parser.add_argument("--out", type=Path, default=Path("report"),
-                        help="folder to write the report into (default report)")
+    add_arguments(parser, ReportFiles)
     phases = parser.add_argument_group(
         PHASES, "The phase boundary is detected from each run's tokenizer and chat template "
         "(</think>, harmony final channel); these override it.")

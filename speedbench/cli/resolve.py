@@ -6,9 +6,31 @@ import json
 import shutil
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from speedbench import settings
+from speedbench.options import add_arguments, option, reuse
+from speedbench.settings import SharedOptions
+
+
+@dataclass(kw_only=True)
+class ResolveOptions:
+    """``speedbench resolve``'s options, declared once (``speedbench.options``)."""
+
+    input: Path = option("input", parse=Path, help="dataset folder or parquet file")
+    out: Path = option("--out", parse=Path, help="where to write the resolved folder or file")
+    sources: Path | None = reuse(SharedOptions, "sources")
+    config: str | None = option("--config", default=None, help=(
+        "config of a single parquet file (throughput_<N>k sets the length); default: the folder name "
+        "data/<config>/ when present"))
+    seed: int = option("--seed", default=0, parse=int,
+                       help="seed of the offline stand-in for the reference's HLE demonstration sampler")
+    online: bool = option("--online", default=False, help=(
+        "read sources the mirror lacks from the Hugging Face Hub at the reference's pinned revisions (gated "
+        "cais/hle needs HF_TOKEN with access)"))
+    allow_unresolved: bool = option("--allow-unresolved", default=False, help=(
+        "write the output and exit 0 even if placeholders are left (they are still reported)"))
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -30,20 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("input", type=Path, help="dataset folder or parquet file")
-    parser.add_argument("--out", type=Path, required=True, help="where to write the resolved folder or file")
-    parser.add_argument("--sources", type=Path, default=None,
-                        help="source folder (the offline mirror); default: $SPEEDBENCH_SOURCES")
-    parser.add_argument("--config", default=None,
-                        help="config of a single parquet file (throughput_<N>k sets the length); "
-                             "default: the folder name data/<config>/ when present")
-    parser.add_argument("--seed", type=int, default=0,
-                        help="seed of the offline stand-in for the reference's HLE demonstration sampler")
-    parser.add_argument("--online", action="store_true",
-                        help="read sources the mirror lacks from the Hugging Face Hub at the reference's pinned "
-                             "revisions (gated cais/hle needs HF_TOKEN with access)")
-    parser.add_argument("--allow-unresolved", action="store_true",
-                        help="write the output and exit 0 even if placeholders are left (they are still reported)")
+    add_arguments(parser, ResolveOptions)
     parser.set_defaults(func=run)
 
 

@@ -2,7 +2,44 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 
+from speedbench.options import add_arguments, option, reuse
+from speedbench.settings import SharedOptions
+
+
+@dataclass(kw_only=True)
+class ServeOptions:
+    """``speedbench serve``'s options, declared once (``speedbench.options``); --engine and
+    --draft-length are the shared ones (``SharedOptions``), with serve's defaults."""
+
+    engine: str = reuse(SharedOptions, "engine", default="llamacpp", choices=("llamacpp", "llama.cpp", "vllm", "sglang"),
+                        show_default=False, help="llamacpp (default), vllm or sglang")
+    target: str | None = option("--target", default=None, help=(
+        "target model (path, or file name inside the models folder): GGUF for llama.cpp; llama2.c .bin or HF "
+        "folder for vLLM"))
+    draft: str | None = option("--draft", default=None, help="draft model for --speculation draft/synthetic")
+    speculation: str = option("--speculation", default="draft", show_default=False, help=(
+        "none | draft | synthetic | ngram | ngram-simple | ngram-map-k | ngram-map-k4v | ngram-mod | ngram-cache "
+        "(default: draft; vLLM: none | draft | ngram; SGLang: none | ngram | draft (a chain) | draft-tree (a tree "
+        "of depth K, top-2 branching))"))
+    draft_length: int = reuse(SharedOptions, "draft_length", default=4, show_default=False,
+                              help="speculative tokens per step K (default 4; SGLang draft-tree: the tree's depth)")
+    synthetic_rates: str | None = option("--synthetic-rates", default=None, help=(
+        "comma-separated unconditional acceptance per position (K values, non-increasing), with --speculation "
+        "synthetic"))
+    synthetic_length: float | None = option("--synthetic-length", default=None, parse=float,
+                                            help="target mean acceptance length, with --speculation synthetic")
+    parallel: int = option("--parallel", default=4, parse=int, help="server slots = max concurrent requests")
+    ctx_per_slot: int = option("--ctx-per-slot", default=2048, parse=int, help="KV-cache tokens per slot")
+    threads: int = option("--threads", default=1, parse=int, help="CPU threads")
+    port: int = option("--port", default=0, parse=int, show_default=False,
+                       help="port on 127.0.0.1 (default: a free one)")
+    log: str | None = option("--log", default=None, help="write the server's log to this file")
+    work_dir: str | None = option("--work-dir", default=None, help=(
+        "vLLM/SGLang: folder for converted models and every cache (default: a temporary folder removed at stop)"))
+    max_model_len: int = option("--max-model-len", default=4096, parse=int,
+                                help="vLLM: --max-model-len; SGLang: --context-length")
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -18,30 +55,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "checkpoint converted to a Hugging Face folder, the draft rounded like Q4_0). Stops on Ctrl-C."
         ),
     )
-    parser.add_argument("--engine", default="llamacpp", choices=["llamacpp", "llama.cpp", "vllm", "sglang"],
-                        help="llamacpp (default), vllm or sglang")
-    parser.add_argument("--target", help="target model (path, or file name inside the models folder): "
-                                         "GGUF for llama.cpp; llama2.c .bin or HF folder for vLLM")
-    parser.add_argument("--draft", help="draft model for --speculation draft/synthetic")
-    parser.add_argument("--speculation", default="draft",
-                        help="none | draft | synthetic | ngram | ngram-simple | ngram-map-k | "
-                             "ngram-map-k4v | ngram-mod | ngram-cache (default: draft; vLLM: none | draft | ngram; "
-                             "SGLang: none | ngram | draft (a chain) | draft-tree (a tree of depth K, top-2 branching))")
-    parser.add_argument("--draft-length", type=int, default=4, help="speculative tokens per step K (default 4; "
-                                                                    "SGLang draft-tree: the tree's depth)")
-    parser.add_argument("--synthetic-rates", help="comma-separated unconditional acceptance per position "
-                                                  "(K values, non-increasing), with --speculation synthetic")
-    parser.add_argument("--synthetic-length", type=float, help="target mean acceptance length, "
-                                                               "with --speculation synthetic")
-    parser.add_argument("--parallel", type=int, default=4, help="server slots = max concurrent requests (default 4)")
-    parser.add_argument("--ctx-per-slot", type=int, default=2048, help="KV-cache tokens per slot (default 2048)")
-    parser.add_argument("--threads", type=int, default=1, help="CPU threads (default 1)")
-    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
-    parser.add_argument("--log", help="write the server's log to this file")
-    parser.add_argument("--work-dir", help="vLLM/SGLang: folder for converted models and every cache "
-                                           "(default: a temporary folder removed at stop)")
-    parser.add_argument("--max-model-len", type=int, default=4096,
-                        help="vLLM: --max-model-len; SGLang: --context-length (default 4096)")
+    add_arguments(parser, ServeOptions)
     parser.set_defaults(func=run)
 
 

@@ -5,11 +5,58 @@ import sys
 import tempfile
 from pathlib import Path
 
-from speedbench.metrics.phases import PROMPT_STATES
+from dataclasses import dataclass
+
+from speedbench.options import add_arguments, option, reuse
+from speedbench.report.compute import ReportOptions
+from speedbench.settings import SharedOptions
 from speedbench.records import MANIFEST_NAME
 
 API_NAME = "/submit_bundle"
+META = "submission metadata (defaults from the first run's manifest where it has them)"
 
+
+@dataclass(kw_only=True)
+class SubmitOptions:
+    """``speedbench submit``'s options, declared once (``speedbench.options``); --engine,
+    --draft-length and the --phase-* options are declared by other commands and offered here as
+    optional metadata (the manifest's value by default)."""
+
+    run_dirs: list[Path] = option("run_dirs", parse=Path, nargs="+", metavar="RUN_DIR",
+                                  help="run folder(s) with speculation")
+    baseline: list[Path] = option("--baseline", default_factory=list, parse=Path, action="append", metavar="RUN_DIR",
+                                  show_default=False, help=(
+        "autoregressive baseline run at the same ISL and concurrencies (repeatable); enables measured speedups"))
+    space: str | None = option("--space", default=None, metavar="URL",
+                               help="leaderboard Space URL (e.g. http://127.0.0.1:7860 or owner/space)")
+    out: Path | None = option("--out", default=None, parse=Path, metavar="FILE",
+                              help="also write the bundle here (upload it in the UI)")
+    dry_run: bool = option("--dry-run", default=False,
+                           help="check the bundle and print the figures the board will show, submit nothing")
+    model: str | None = option("--model", default=None, group=META, help="target model id (default: the server's model id)")
+    model_family: str = option("--model-family", default="", group=META, show_default=False,
+                               help="e.g. llama, qwen (default: derived from the model id)")
+    drafter: str | None = option("--drafter", default=None, group=META,
+                                 help="draft model or head, e.g. EAGLE3-LLaMA3.3-Instruct-70B")
+    sd_method: str | None = option("--method", default=None, dest="sd_method", group=META,
+                                   help="SD method: eagle3, mtp, ngram, draft_model, ...")
+    engine: str | None = reuse(SharedOptions, "engine", default=None, choices=None, group=META, show_default=False,
+                               help="vllm, sglang, trtllm, llamacpp or openai (default: the manifest's)")
+    engine_version: str | None = option("--engine-version", default=None, group=META,
+                                        help="default: the version the server reported")
+    gpu: str | None = option("--gpu", default=None, group=META, help="accelerator, e.g. 'H100 SXM 80GB' or '8x B200'")
+    draft_length: int | None = reuse(SharedOptions, "draft_length", group=META)
+    temperature: float | None = option("--temperature", default=None, parse=float, group=META,
+                                       help="sampling temperature (default: the run's option)")
+    submitter: str = option("--submitter", default="", group=META, show_default=False, help="who submits (optional)")
+    notes: str = option("--notes", default="", group=META, show_default=False, help="free text, plain (optional)")
+    # declared by `speedbench report` (its phase overrides); here they go into the bundle's metadata
+    phase_boundary_ids: str | None = reuse(ReportOptions, "phase_boundary_ids", group=META, help=(
+        "token ids that end thinking, e.g. 151668 (Qwen3's </think>) or 1,2,3 (optional): the board then shows AL "
+        "per phase, thinking and answer"))
+    phase_prompt_state: str | None = reuse(ReportOptions, "phase_prompt_state", group=META, help=(
+        "with --phase-boundary-ids: the generation prompt leaves thinking to the model (none), opens it (open) or "
+        "closes it (closed)"))
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
@@ -22,32 +69,7 @@ def register(subparsers) -> None:
             "entry id, or the rejection reason and exits with status 1."),
         epilog=("Example: speedbench submit runs/qual runs/tp8k --baseline runs/tp8k-ar "
                 "--space http://127.0.0.1:7860 --drafter EAGLE3 --method eagle3 --gpu H100 --draft-length 3"))
-    parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help="run folder(s) with speculation")
-    parser.add_argument("--baseline", action="append", type=Path, default=[], metavar="RUN_DIR",
-                        help="autoregressive baseline run at the same ISL and concurrencies (repeatable); "
-                             "enables measured speedups")
-    parser.add_argument("--space", metavar="URL", help="leaderboard Space URL (e.g. http://127.0.0.1:7860 or owner/space)")
-    parser.add_argument("--out", type=Path, metavar="FILE", help="also write the bundle here (upload it in the UI)")
-    parser.add_argument("--dry-run", action="store_true",
-                        help="check the bundle and print the figures the board will show, submit nothing")
-    meta = parser.add_argument_group("submission metadata (defaults from the first run's manifest where it has them)")
-    meta.add_argument("--model", help="target model id (default: the server's model id)")
-    meta.add_argument("--model-family", default="", help="e.g. llama, qwen (default: derived from the model id)")
-    meta.add_argument("--drafter", help="draft model or head, e.g. EAGLE3-LLaMA3.3-Instruct-70B")
-    meta.add_argument("--method", dest="sd_method", help="SD method: eagle3, mtp, ngram, draft_model, ...")
-    meta.add_argument("--engine", help="vllm, sglang, trtllm, llamacpp or openai (default: the manifest's)")
-    meta.add_argument("--engine-version", help="default: the version the server reported")
-    meta.add_argument("--gpu", help="accelerator, e.g. 'H100 SXM 80GB' or '8x B200'")
-    meta.add_argument("--draft-length", type=int, help="draft length K")
-    meta.add_argument("--temperature", type=float, help="sampling temperature (default: the run's option)")
-    meta.add_argument("--submitter", default="", help="who submits (optional)")
-    meta.add_argument("--notes", default="", help="free text, plain (optional)")
-    meta.add_argument("--phase-boundary-ids", metavar="IDS",
-                      help="token ids that end thinking, e.g. 151668 (Qwen3's </think>) or 1,2,3 (optional): the "
-                           "board then shows AL per phase, thinking and answer")
-    meta.add_argument("--phase-prompt-state", choices=PROMPT_STATES,
-                      help="with --phase-boundary-ids: the generation prompt leaves thinking to the model (none), "
-                           "opens it (open) or closes it (closed)")
+    add_arguments(parser, SubmitOptions, {META: parser.add_argument_group(META)})
     parser.set_defaults(func=run)
 
 

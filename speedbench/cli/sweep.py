@@ -5,10 +5,24 @@ import argparse
 import os
 import signal
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
-from speedbench.options import add_arguments
-from speedbench.settings import AnalysisOptions
+from speedbench.options import add_arguments, option, reuse
+from speedbench.settings import AnalysisOptions, SharedOptions
+
+
+@dataclass(kw_only=True)
+class SweepOptions:
+    """``speedbench sweep``'s options, declared once (``speedbench.options``); --resamples and
+    --no-progress are the shared ones."""
+
+    plan: Path = option("plan", parse=Path, metavar="PLAN", help="plan file (TOML)")
+    out: Path = option("--out", parse=Path, help="sweep folder (created; resumed when it exists)")
+    check: bool = option("--check", default=False, help="check the plan and list the runs it would make; start nothing")
+    no_report: bool = option("--no-report", default=False, help="measure only; write no report")
+    num_resamples: int = reuse(AnalysisOptions, "num_resamples")  # as run and report
+    no_progress: bool = reuse(SharedOptions, "no_progress")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -27,13 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "text) and a leaderboard bundle per speculative variant. See docs/sweep.md."),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("plan", type=Path, metavar="PLAN", help="plan file (TOML)")
-    parser.add_argument("--out", type=Path, required=True, help="sweep folder (created; resumed when it exists)")
-    parser.add_argument("--check", action="store_true",
-                        help="check the plan and list the runs it would make; start nothing")
-    parser.add_argument("--no-report", action="store_true", help="measure only; write no report")
-    add_arguments(parser, AnalysisOptions, only=("num_resamples",))  # --resamples, as run and report
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_arguments(parser, SweepOptions)
     parser.set_defaults(func=run)
 
 

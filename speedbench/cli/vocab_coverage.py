@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from speedbench.options import positive_ints
+from speedbench.options import add_arguments, option, positive_ints
 from speedbench.records import RECORDS_NAME
 
 GROUPS = (("by_category", "category"), ("by_subcategory", "subcategory"), ("by_language", "language"))
@@ -39,19 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "correlated with the measured AL per category (Pearson and Spearman)."),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
-    parser.add_argument("--draft-vocab", type=Path, default=None, metavar="FILE",
-                        help="the drafter's vocabulary: .safetensors (d2t / t2d) or .json (list of target ids)")
-    parser.add_argument("--top-k", type=positive_ints, default=[], metavar="K[,K...]",
-                        help="simulate pruning to the K most frequent tokens of --top-k-corpus, e.g. 16000,32000,64000")
-    parser.add_argument("--top-k-corpus", default=None, metavar="RUN|COUNTS_FILE",
-                        help="corpus ranking the tokens for --top-k: a run folder, a JSON {id: count} or an "
-                             "'id count' text file (none: the given runs themselves)")
-    parser.add_argument("--target-vocab-size", type=_positive_int, default=None,
-                        help="target vocabulary size: ids at or above it are errors (none: t2d's length, if given)")
-    parser.add_argument("--dataset", type=Path, default=None,
-                        help="dataset folder for the language of each prompt (none: the folder in each run's manifest)")
-    parser.add_argument("--json", type=Path, default=None, metavar="OUT", help="write the tables as JSON")
+    add_arguments(parser, VocabCoverageOptions)
     parser.set_defaults(func=run)
 
 
@@ -63,6 +51,25 @@ def _positive_int(text: str) -> int:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
     return value
+
+
+@dataclass(kw_only=True)
+class VocabCoverageOptions:
+    """``speedbench vocab-coverage``'s options, declared once (``speedbench.options``)."""
+
+    run_dirs: list[Path] = option("run_dirs", parse=Path, nargs="+", metavar="RUN_DIR")
+    draft_vocab: Path | None = option("--draft-vocab", default=None, parse=Path, metavar="FILE", help=(
+        "the drafter's vocabulary: .safetensors (d2t / t2d) or .json (list of target ids)"))
+    top_k: list[int] = option("--top-k", default_factory=list, parse=positive_ints, metavar="K[,K...]", help=(
+        "simulate pruning to the K most frequent tokens of --top-k-corpus, e.g. 16000,32000,64000"))
+    top_k_corpus: str | None = option("--top-k-corpus", default=None, metavar="RUN|COUNTS_FILE", help=(
+        "corpus ranking the tokens for --top-k: a run folder, a JSON {id: count} or an 'id count' text file "
+        "(none: the given runs themselves)"))
+    target_vocab_size: int | None = option("--target-vocab-size", default=None, parse=_positive_int, help=(
+        "target vocabulary size: ids at or above it are errors (none: t2d's length, if given)"))
+    dataset: Path | None = option("--dataset", default=None, parse=Path, help=(
+        "dataset folder for the language of each prompt (none: the folder in each run's manifest)"))
+    json: Path | None = option("--json", default=None, parse=Path, metavar="OUT", help="write the tables as JSON")
 
 
 @dataclass
