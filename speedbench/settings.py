@@ -182,6 +182,12 @@ def cache_dir() -> Path | None:
     return _env_path("SPEEDBENCH_CACHE")
 
 
+def shared_dir() -> Path:
+    """``SPEEDBENCH_SHARED``: the shared folder (``sources/``, ``models/stories260K/``) looked at
+    first for the assets; default ``../shared`` beside the repository (the Makefile passes its own)."""
+    return _env_path("SPEEDBENCH_SHARED") or Path(__file__).resolve().parents[2] / "shared"
+
+
 def assets_dir() -> Path:
     """Where ``speedbench assets fetch`` writes the shared layout by default: ``<cache root>/assets``."""
     return (cache_dir() or Path.home() / ".cache" / "speedbench") / "assets"
