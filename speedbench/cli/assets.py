@@ -42,7 +42,7 @@ def run_fetch(args: argparse.Namespace) -> int:
         entries = select(load_lock(options.lock) if options.lock else load_lock(), options.only)
         report = fetch(entries, out, only=options.only, mirror=settings.assets_mirror_url(),
                        workers=options.workers, progress=options.progress)
-    except (LockError, FetchError) as error:
+    except (LockError, FetchError, OSError) as error:  # OSError: the output folder (permissions, disk full)
         print(f"speedbench assets fetch: {error}", file=sys.stderr)
         return 1
     mb = report.downloaded_bytes / 1e6

