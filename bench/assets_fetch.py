@@ -24,6 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from speedbench import settings  # noqa: E402
 from speedbench.assets.fetch import fetch  # noqa: E402
 from speedbench.assets.lock import load_lock, select  # noqa: E402
 from tests.standins.asset_origin import AssetOrigin  # noqa: E402
@@ -57,7 +58,7 @@ def main() -> int:
     parser.add_argument("--demo", action="store_true", help="also time `make demo` in a clone without ../shared")
     parser.add_argument("--keep", type=Path, default=None, help="work in this folder (kept) instead of a temporary one")
     args = parser.parse_args()
-    shared = Path(os.environ.get("SPEEDBENCH_SHARED") or REPO.parent / "shared")
+    shared = settings.shared_dir()
     entries = load_lock()
     with tempfile.TemporaryDirectory() as tmp, AssetOrigin(shared, entries) as origin:
         work = args.keep or Path(tmp)
