@@ -2,7 +2,8 @@
 
 ``speedbench assets fetch [--only demo|all] [--out DIR]`` downloads the lock's files (plain HTTP
 GETs, resumable, several at a time, a progress bar), verifies size and sha256 and writes them in
-the shared layout (default: the user cache). ``SPEEDBENCH_ASSETS_MIRROR_URL`` replaces the scheme
+the shared layout (default: the user cache), then makes the served GGUF and tokenizer files from
+the fetched checkpoint. ``SPEEDBENCH_ASSETS_MIRROR_URL`` replaces the scheme
 and host of every URL. ``speedbench assets env [--only demo|all]`` finds the assets (``../shared``,
 else the cache, else fetches them), makes the served model files when missing, says which it used
 on stderr and prints ``export SPEEDBENCH_SOURCES=... SPEEDBENCH_MODELS=...`` for a shell
@@ -34,6 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_fetch(args: argparse.Namespace) -> int:
     from speedbench.assets.fetch import FetchError, fetch
+    from speedbench.assets.locate import CHECKPOINT, MODEL_FOLDER, TOKENIZER, make_model_files
     from speedbench.assets.lock import LockError, load_lock, select
 
     options = from_args(AssetOptions, args)
@@ -45,6 +47,11 @@ def run_fetch(args: argparse.Namespace) -> int:
     except (LockError, FetchError, OSError) as error:  # OSError: the output folder (permissions, disk full)
         print(f"speedbench assets fetch: {error}", file=sys.stderr)
         return 1
+    models = out / MODEL_FOLDER
+    if (models / CHECKPOINT).is_file() and (models / TOKENIZER).is_file():  # the served files, made where missing
+        made = make_model_files(models)
+        if made:
+            print(f"{models}: made {', '.join(p.name for p in made)} from {CHECKPOINT} and {TOKENIZER}")
     mb = report.downloaded_bytes / 1e6
     print(f"{out}: {len(report.fetched)} file(s) fetched ({mb:.1f} MB in {report.seconds:.1f} s), "
           f"{len(report.present)} already in place, all {len(entries)} verified (sha256)")

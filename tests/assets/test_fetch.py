@@ -12,6 +12,7 @@ import pytest
 from speedbench.assets.fetch import PARTIAL, FetchError, _partial_name, fetch, mirrored
 from speedbench.assets.lock import LockEntry, load_lock
 from speedbench.cli import main as cli_main
+from speedbench.engine.gguf_export import VARIANTS
 from tests.standins.asset_origin import AssetOrigin
 
 # a plain GitHub file, a nested one, the wheel's member and both model files
@@ -142,5 +143,8 @@ def test_cli_fetch_uses_the_mirror_variable(shared, entries, tmp_path, monkeypat
         out = tmp_path / "out"
         assert cli_main(["assets", "fetch", "--only", "demo", "--out", str(out), "--lock", str(lock),
                          "--no-progress"]) == 0
-    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == sorted(PICKED[3:])
+    made = {f"models/stories260K/{n}" for n in (*VARIANTS, "tokenizer.json", "tokenizer_config.json")}
+    assert {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()} == set(PICKED[3:]) | made
+    for name in made:  # the served files, made from the fetched checkpoint: ../shared's bytes
+        assert (out / name).read_bytes() == (shared / name).read_bytes(), name
     assert "2 file(s) fetched" in capsys.readouterr().out
