@@ -6,9 +6,13 @@ PY := $(VENV)/bin/python
 VLLM_VENV := .venv-vllm
 # SGLang (PyPI sglang, GPU stack left out, torch 2.14.1) in a venv of its own, for the same reason.
 SGLANG_VENV := .venv-sglang
-SPEEDBENCH_SOURCES ?= $(abspath ../shared/sources)
-SPEEDBENCH_MODELS ?= $(abspath ../shared/models/stories260K)
-export SPEEDBENCH_SOURCES SPEEDBENCH_MODELS
+# The assets (source mirror, stories260K) are looked for in this shared folder first, then in the
+# cache, else fetched (`speedbench assets env`, docs/assets.md); SPEEDBENCH_SOURCES and
+# SPEEDBENCH_MODELS, when both set, are used as they are.
+SPEEDBENCH_SHARED ?= $(abspath ../shared)
+export SPEEDBENCH_SHARED
+# Finds (or fetches) the assets, says which on stderr, and exports their folders for the command after it.
+ASSETS = exports="$$($(VENV)/bin/speedbench assets env --only $(1))" && eval "$$exports" &&
 
 OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 HF_HUB_DISABLE_TELEMETRY=1 \
 	GRADIO_ANALYTICS_ENABLED=False TOKENIZERS_PARALLELISM=false
@@ -37,7 +41,7 @@ sglang: $(SGLANG_VENV)/.installed
 
 # The tests marked vllm / sglang need .venv-vllm / .venv-sglang (they fail, naming the make target, without it).
 test: install vllm sglang
-	$(OFFLINE) $(PY) -m pytest $(PYTEST_ARGS)
+	$(call ASSETS,all) $(OFFLINE) $(PY) -m pytest $(PYTEST_ARGS)
 	$(MAKE) docs
 
 # The documentation site (mkdocs.yml): strict, so a broken link or a page missing from the nav fails.
@@ -47,7 +51,7 @@ docs: install
 # SPEED-Lite into ./speed-bench (kept), then `speedbench sweep examples/sweep/local.toml --out demo-output`
 # (resumable: a second `make demo` only measures what is missing; `make demo DEMO_ARGS=--fresh` starts over).
 demo: install
-	$(OFFLINE) $(VENV)/bin/speedbench demo --sources $(SPEEDBENCH_SOURCES) $(DEMO_ARGS)
+	$(call ASSETS,demo) $(OFFLINE) $(VENV)/bin/speedbench demo $(DEMO_ARGS)
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) $(SGLANG_VENV) speed-bench speed-bench-fitted demo-output site
@@ -72,4 +76,4 @@ test: chromium
 
 # Everything except the tests marked browser, e2e, vllm or slow (pyproject.toml, tests/conftest.py).
 test-quick: install
-	$(OFFLINE) $(PY) -m pytest -m "not browser and not e2e and not vllm and not slow" $(PYTEST_ARGS)
+	$(call ASSETS,all) $(OFFLINE) $(PY) -m pytest -m "not browser and not e2e and not vllm and not slow" $(PYTEST_ARGS)

@@ -60,6 +60,24 @@ class SharedOptions:
     no_progress: bool = option("--no-progress", default=False, help="no progress bars")
 
 
+ASSET_SUBSETS = ("demo", "all")  # assets.lock.json: the files the demo reads, or every file
+
+
+@dataclass(kw_only=True)
+class AssetOptions:
+    """Options of ``speedbench assets fetch`` / ``assets env``, declared once (``speedbench.options``)."""
+
+    only: str = option("--only", default="all", choices=ASSET_SUBSETS,
+                       help="demo: the files `speedbench demo` reads; all: every file of the lock")
+    out: Path | None = option("--out", default=None, parse=Path, metavar="DIR", show_default=False,
+                              help="the shared layout to write (default: $SPEEDBENCH_CACHE/assets, "
+                                   "else ~/.cache/speedbench/assets)")
+    lock: Path | None = option("--lock", default=None, parse=Path, metavar="FILE", show_default=False,
+                               help="the lock file (default: assets.lock.json of this repository)")
+    workers: int = option("--workers", default=4, parse=int, help="files downloaded at a time")
+    progress: bool = option("--no-progress", default=True, help="no progress bar")
+
+
 @dataclass(frozen=True)
 class BuildOptions:
     """Options of `speedbench build`, with their defaults (the one home of both).
@@ -208,6 +226,22 @@ def torch_index_url() -> str | None:
 def cache_dir() -> Path | None:
     """``SPEEDBENCH_CACHE``: the cache root (embeddings; default ``~/.cache/speedbench``)."""
     return _env_path("SPEEDBENCH_CACHE")
+
+
+def shared_dir() -> Path:
+    """``SPEEDBENCH_SHARED``: the shared folder (``sources/``, ``models/stories260K/``) looked at
+    first for the assets; default ``../shared`` beside the repository (the Makefile passes its own)."""
+    return _env_path("SPEEDBENCH_SHARED") or Path(__file__).resolve().parents[2] / "shared"
+
+
+def assets_dir() -> Path:
+    """Where ``speedbench assets fetch`` writes the shared layout by default: ``<cache root>/assets``."""
+    return (cache_dir() or Path.home() / ".cache" / "speedbench") / "assets"
+
+
+def assets_mirror_url() -> str | None:
+    """``SPEEDBENCH_ASSETS_MIRROR_URL``: replaces the scheme and host of every URL of assets.lock.json."""
+    return _env("SPEEDBENCH_ASSETS_MIRROR_URL")
 
 
 def embed_workers() -> int | None:

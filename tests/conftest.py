@@ -25,7 +25,7 @@ MARKED_FILES = {
     # a real SGLang server from .venv-sglang (its files are named *e2e*, so e2e too)
     "sglang": ("test_*sglang*e2e*.py",),
     # over ~10 s on a 2-core machine (module fixtures that build datasets)
-    "slow": ("test_qualitative_build.py", "test_packaged_known_build.py"),
+    "slow": ("test_qualitative_build.py", "test_packaged_known_build.py", "test_fresh_clone_e2e.py"),
 }
 MARKED_FIXTURES = {"browser": ("browser", "page"), "vllm": ("vllm_*",), "sglang": ("sglang_server*",)}
 

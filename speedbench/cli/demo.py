@@ -171,20 +171,36 @@ def sweep(args, dataset: Path, fitted: Path, models: Path):
     return write_sweep_report(plan, outcome, args.out, num_resamples=args.resamples)
 
 
-def run(args: argparse.Namespace) -> int:
-    from speedbench.engine import DEFAULT_DRAFT, DEFAULT_TARGET, default_models_dir
+def demo_assets(args) -> tuple[Path, Path]:
+    """The source mirror and the model folder: --sources / --models, the environment, else
+    ``speedbench.assets.locate`` (the shared folder, the cache, or a fetch of the demo's files)."""
+    from speedbench.engine import DEFAULT_DRAFT, DEFAULT_TARGET
 
-    started = time.perf_counter()
-    sources = args.sources or settings.sources_dir()
-    if sources is None or not sources.is_dir():
-        print(f"speedbench demo: source mirror not found ({sources}); pass --sources or set SPEEDBENCH_SOURCES",
-              file=sys.stderr)
-        return 2
-    models = (args.models or default_models_dir()).resolve()
+    sources, models = args.sources or settings.sources_dir(), args.models or settings.models_dir()
+    if sources is None or models is None:
+        from speedbench.assets.locate import AssetsNotFound, locate
+
+        try:
+            found = locate("demo", progress=not args.no_progress, log=lambda text: print(text, flush=True))
+        except AssetsNotFound as error:
+            raise DemoError(str(error)) from None
+        sources, models = sources or found.sources, models or found.models
+    fetch_hint = "run `speedbench assets fetch --only demo`, or"
+    if not sources.is_dir():
+        raise DemoError(f"source mirror not found ({sources}); {fetch_hint} pass --sources or set SPEEDBENCH_SOURCES")
     for name in (DEFAULT_TARGET, DEFAULT_DRAFT, "tokenizer.json"):
         if not (models / name).is_file():
-            print(f"speedbench demo: {models / name} not found; pass --models or set SPEEDBENCH_MODELS", file=sys.stderr)
-            return 2
+            raise DemoError(f"{models / name} not found; {fetch_hint} pass --models or set SPEEDBENCH_MODELS")
+    return sources, models.resolve()
+
+
+def run(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    try:
+        sources, models = demo_assets(args)
+    except DemoError as error:
+        print(f"speedbench demo: {error}", file=sys.stderr)
+        return 2
     if args.fresh:
         shutil.rmtree(args.out, ignore_errors=True)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import speedbench
 from speedbench import settings
 from speedbench.settings import LOCAL_ENGINES
 
@@ -38,11 +37,11 @@ HF_ENGINES = ("vllm", "sglang")
 
 
 def default_models_dir() -> Path:
-    """``$SPEEDBENCH_MODELS``, else ``../shared/models/stories260K`` next to the repository."""
+    """``$SPEEDBENCH_MODELS``, else ``models/stories260K`` of the shared folder (``settings.shared_dir``)."""
     env = settings.models_dir()
     if env:
         return env
-    return Path(speedbench.__file__).resolve().parent.parent.parent / "shared" / "models" / "stories260K"
+    return settings.shared_dir() / "models" / "stories260K"
 
 
 def _resolve_model(path: str | os.PathLike | None, default_name: str) -> Path:
