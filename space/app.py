@@ -156,7 +156,8 @@ def _compare_tab(store: LeaderboardStore, admission: Admission) -> list:
             pareto_isl = gr.Dropdown(choices=compare.PARETO_ISLS, value="any", label="ISL for Pareto curves",
                                      elem_id="compare-isl", scale=1)
             compare_button = gr.Button("Compare", variant="primary", elem_id="compare-button", scale=0)
-        compare_note = gr.Markdown(elem_id="compare-note")
+        # plain text: the note names entry ids, which must never render as markup
+        compare_note = gr.Textbox(show_label=False, interactive=False, container=False, elem_id="compare-note")
         side_by_side = gr.Dataframe(label="AL per category, side by side", interactive=False,
                                     elem_id="compare-side")
         differences = gr.Dataframe(label="Paired AL difference (entry - reference) on shared prompts",

@@ -112,7 +112,9 @@ PROMISES = """
   entry document with its date and trust level, verification) is one commit there, retried from
   a local queue until it lands. Until then the entry lives on the Space's disk; a note above the
   board says when the Hub copy is behind. A restarted Space restores every entry from the Hub
-  with its original date and trust level.
+  with its original date, re-validating each bundle; trust is never taken from the Hub's copy:
+  a restored entry is self-reported (noted when the Hub's copy said verified) until a maintainer
+  verifies it again. Files there that fail any check are skipped and counted above the board.
 """
 
 
