@@ -24,6 +24,7 @@ import gradio as gr  # noqa: E402
 
 from sbspace import about, compare, populate, submission  # noqa: E402
 from sbspace.envs import Settings, hub_client_with_timeouts  # noqa: E402
+from sbspace.guard import RequestGuard, UploadSweeper  # noqa: E402
 from speedbench.leaderboard.admission import Admission, reservation  # noqa: E402
 from speedbench.leaderboard.canonical import DIGEST_VERSION  # noqa: E402
 from speedbench.leaderboard.known_builds import KnownBuilds  # noqa: E402
@@ -212,7 +213,7 @@ def _submit_tab(settings: Settings, services: _Services, browse: _Browse, follow
 def _about_tab(settings: Settings) -> None:
     with gr.Tab("About", id="about"):
         gr.Markdown(about.ABOUT)
-        gr.Markdown(about.promises(settings.limits, settings.budget, compare.MAX_ENTRIES), elem_id="promises")
+        gr.Markdown(about.promises(settings.limits, settings.budget, compare.MAX_ENTRIES, settings.guard), elem_id="promises")
         gr.Textbox(value=about.CITATION, label=about.CITATION_LABEL, lines=6, buttons=["copy"],
                    elem_id="citation")
 
@@ -242,7 +243,22 @@ def build_app(settings: Settings | None = None, store: LeaderboardStore | None =
                   [browse.board_table, *browse.filters, *followers, note], api_visibility="private")
     demo.store = store  # for tests and for closing
     demo.admission, demo.sync = services.admission, services.sync
+    # every file in the upload folder past its age that no submission uses (sbspace/guard.py)
+    demo.sweeper = UploadSweeper(submission.upload_cache_dir(), settings.guard.upload_max_age_s,
+                                 submission.files_in_use).start()
+    close = demo.close
+    demo.close = lambda *args, **kwargs: (demo.sweeper.close(), close(*args, **kwargs))[1]
     return demo
+
+
+def launch_options(settings: Settings) -> dict:
+    """What ``launch`` needs beyond the address: the upload cap, and the request guard (a cap on
+    requests in flight, a deadline on each request body; sbspace/guard.py)."""
+    from starlette.middleware import Middleware
+
+    guard = Middleware(RequestGuard, max_in_flight=settings.guard.max_in_flight,
+                       body_timeout_s=settings.guard.body_timeout_s)
+    return {"max_file_size": settings.limits.max_archive_bytes, "app_kwargs": {"middleware": [guard]}}
 
 
 def main() -> None:
@@ -252,7 +268,7 @@ def main() -> None:
     demo = build_app(settings)
     # Gradio's per-event limit only bounds threads; what validations may cost is the admission's
     demo.queue(default_concurrency_limit=8).launch(
-        server_name=settings.host, server_port=settings.port, max_file_size=settings.limits.max_archive_bytes)
+        server_name=settings.host, server_port=settings.port, **launch_options(settings))
 
 
 if __name__ == "__main__":

@@ -107,7 +107,9 @@ PROMISES = """
   size each upload declares; one upload may use {cpu_s:g} CPU seconds; Compare takes at most
   {compare} entries and reads each pair of them under the same limit and budgets. An upload over a bound is
   refused with a message naming it (`budget.*`); identical uploads sent at once each get an answer;
-  an uploaded file that no submission names is deleted after 2 hours.
+  every uploaded file (dropped mid-upload, never submitted, or left by a restart) is deleted once it
+  is {upload_age:g} s old and no submission is using it; a request body must arrive within
+  {body_s:g} s and at most {connections} requests are served at once (more are answered 503).
 - **Durability**: the board's store of record is a Hub dataset: each accepted entry (bundle,
   entry document with its date and trust level, verification) is one commit there, retried from
   a local queue until it lands. Until then the entry lives on the Space's disk; a note above the
@@ -118,11 +120,15 @@ PROMISES = """
 """
 
 
-def promises(limits, budget, max_compare: int) -> str:
+def promises(limits, budget, max_compare: int, guard=None) -> str:
     """The About tab's promises, with the bounds this Space runs under (its settings)."""
+    from sbspace.guard import GuardLimits
+
+    guard = guard or GuardLimits()
     return PROMISES.format(archive_mb=limits.max_archive_bytes / 2**20, unpacked_mb=limits.max_total_bytes / 2**20,
                            validations=budget.max_concurrent, memory_mb=budget.memory_bytes / 2**20,
-                           cpu_s=budget.cpu_seconds, compare=max_compare)
+                           cpu_s=budget.cpu_seconds, compare=max_compare, upload_age=guard.upload_max_age_s,
+                           body_s=guard.body_timeout_s, connections=guard.max_in_flight)
 
 
 SUBMIT_GUIDE = """

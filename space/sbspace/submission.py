@@ -48,6 +48,12 @@ class SubmissionResult:
         return f"Accepted as entry {self.entry_id}." if self.accepted else f"Rejected: {self.message}"
 
 
+def files_in_use() -> list[Path]:
+    """The upload files a submission is using now (the upload sweep leaves them alone)."""
+    with _lock:
+        return list(_uses)
+
+
 def upload_cache_dir() -> Path:
     """Where Gradio keeps uploaded files (``GRADIO_TEMP_DIR``, default ``<tmp>/gradio``)."""
     return Path(settings.gradio_temp_dir() or Path(tempfile.gettempdir()) / "gradio").resolve()

@@ -6,7 +6,8 @@ never blocks a page or a request:
 1. it makes sure the dataset repo exists, retrying with backoff while the Hub cannot be reached;
 2. it restores every entry the repo holds and the local store lacks (a fresh Space, or a store
    that lost some): each bundle is checked against its document's hash and re-validated
-   (``restore_entry``), and keeps the document's id, date, trust level and verification;
+   (``restore_entry``), keeps the document's ISO date, never its trust level; an entry that fails
+   in any way is skipped and reported, and pushes run even while the restore keeps failing;
 3. it pushes the outbox (the entries whose current state has not reached the repo: new ones,
    verified ones), one commit per entry, oldest first; a failed push is retried with
    exponential backoff (``BACKOFF_S``) until it lands, across restarts (the outbox is a table of
