@@ -33,6 +33,7 @@ from datetime import datetime, timezone
 from speedbench.consistency import check_acceptance_plausible, check_client_lag, check_coverage
 from speedbench.leaderboard import canonical, plausibility
 from speedbench.leaderboard.isl import check_isl
+from speedbench.leaderboard.load_points import check_achieved
 from speedbench.leaderboard.names import KNOWN_IDS, check_name
 from speedbench.leaderboard.archive import ArchiveLimits, check_member_name, content_hash, read_archive
 from speedbench.leaderboard.known_builds import KnownBuilds
@@ -210,6 +211,7 @@ def compute_entry_metrics(bundle: ValidatedBundle) -> dict:
     phases = bundle_phases(bundle.runs, bundle.metadata)  # only when submitted (speedbench.leaderboard.phases)
     if phases is not None:
         metrics["phases"] = phases
+    check_achieved(metrics.get("points", []))  # point.achieved_above_requested (.load_points)
     limit = bundle.metadata.draft_length + 1
     for speedup in metrics.get("speedup", []):
         if (speedup.get("speedup_measured") or 0) > limit:
