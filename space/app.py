@@ -29,6 +29,7 @@ from speedbench.leaderboard.admission import Admission, reservation  # noqa: E40
 from speedbench.leaderboard.canonical import DIGEST_VERSION  # noqa: E402
 from speedbench.leaderboard.known_builds import KnownBuilds  # noqa: E402
 from speedbench.leaderboard.mirror import HubMirror  # noqa: E402
+from speedbench.leaderboard.quota import UploadQuota  # noqa: E402
 from speedbench.leaderboard.store import LeaderboardStore  # noqa: E402
 from speedbench.leaderboard.sync import MirrorSync  # noqa: E402
 from speedbench.leaderboard.validate import STORED_LIMITS, backfill_digests, restore_bundle  # noqa: E402
@@ -50,6 +51,7 @@ class _Services:
     def __init__(self, store: LeaderboardStore, known_builds: KnownBuilds, admission: Admission,
                  sync: MirrorSync | None):
         self.store, self.known_builds, self.admission, self.sync = store, known_builds, admission, sync
+        self.quota = None  # set by _prepare (the per-submitter upload quota)
 
     def mirror_note(self) -> str:
         return self.sync.status().text() if self.sync is not None else ""
@@ -86,22 +88,26 @@ def _prepare(settings: Settings, store: LeaderboardStore | None, known_builds: K
                     log.warning("digest backfill: %s", ascii(line))
 
         threading.Thread(target=backfill, name="speedbench-digests", daemon=True).start()
-    return _Services(store, known_builds, admission, sync)
+    services = _Services(store, known_builds, admission, sync)
+    services.quota = UploadQuota(settings.uploads_per_hour)
+    return services
 
 
 def _board_functions(store: LeaderboardStore):
     """``table`` (the filtered, sorted board) and ``refresh_choices`` (every dropdown's choices
-    from what is stored now), the callbacks several tabs share."""
+    from what is stored now), the callbacks several tabs share; both read the rows cached until
+    the store changes (``populate.BoardCache``), so a page load costs the same at any board size."""
+    cache = populate.BoardCache(store)
 
     def table(search, engines, methods, families, isl, sort_by, descending, show_ci):
         frame, datatypes, widths = populate.board_frame(
-            populate.all_rows(store), search=search, engines=engines, methods=methods, families=families,
+            cache.rows(), search=search, engines=engines, methods=methods, families=families,
             isl=isl, sort_by=sort_by, descending=descending, show_ci=show_ci)
         return gr.Dataframe(value=frame, datatype=datatypes, column_widths=widths)
 
     def refresh_choices():
-        found = populate.filter_choices(populate.all_rows(store))
-        labels = compare.entry_choices(store)
+        found = cache.choices()
+        labels = cache.entry_labels()
         return (gr.Dropdown(choices=found["engines"]), gr.Dropdown(choices=found["methods"]),
                 gr.Dropdown(choices=found["families"]), gr.Dropdown(choices=found["isls"]),
                 gr.Dropdown(choices=labels))
@@ -140,8 +146,9 @@ def _browse_tab(rows, found, table) -> _Browse:
         board_table = gr.Dataframe(value=frame, datatype=datatypes, column_widths=widths, interactive=False,
                                    pinned_columns=1, elem_id="board", label="Entries", max_height=600)
         controls = [search, engines, methods, families, isl, sort_by, descending, show_ci]
-        for control in controls:
-            control.change(table, controls, board_table, api_visibility="private")
+        for control in controls:  # searches share two worker threads: a flood waits, uploads do not
+            control.change(table, controls, board_table, api_visibility="private", concurrency_limit=2,
+                           concurrency_id="browse")
     return _Browse(controls, [engines, methods, families, isl], board_table)
 
 
@@ -190,12 +197,18 @@ def _submit_tab(settings: Settings, services: _Services, browse: _Browse, follow
         status = gr.Textbox(label="Result", interactive=False, elem_id="submit-status", lines=2)
         result = gr.JSON(visible=False)
 
-        def handle(path):
+        def handle(path, request: gr.Request | None = None):
+            refused = submission.over_quota(services.quota, path, request)  # before the file is read
+            if refused is not None:
+                return refused
             return submission.handle_upload(path, services.store, services.known_builds, settings.limits,
                                             services.admission, services.sync)
 
-        def on_submit(path, *control_values):
-            outcome = handle(path)
+        # the controls are named, not *args: Gradio passes gr.Request only to a named parameter
+        def on_submit(path, search, engines, methods, families, isl, sort_by, descending, show_ci,
+                      request: gr.Request):
+            outcome = handle(path, request)
+            control_values = (search, engines, methods, families, isl, sort_by, descending, show_ci)
             return (outcome.text(), outcome.to_dict(), table(*control_values), *refresh_choices(),
                     services.note_box())
 
@@ -207,13 +220,17 @@ def _submit_tab(settings: Settings, services: _Services, browse: _Browse, follow
         # The endpoint `speedbench submit` calls: one file in, {"status", "entry_id", "message"} out.
         api_upload = gr.File(visible=False, type="filepath")
         api_trigger = gr.Button(visible=False)
-        api_trigger.click(lambda path: handle(path).to_dict(), api_upload, result, api_name="submit_bundle")
+        def api_submit(path, request: gr.Request):
+            return handle(path, request).to_dict()
+
+        api_trigger.click(api_submit, api_upload, result, api_name="submit_bundle")
 
 
 def _about_tab(settings: Settings) -> None:
     with gr.Tab("About", id="about"):
         gr.Markdown(about.ABOUT)
-        gr.Markdown(about.promises(settings.limits, settings.budget, compare.MAX_ENTRIES, settings.guard), elem_id="promises")
+        gr.Markdown(about.promises(settings.limits, settings.budget, compare.MAX_ENTRIES, settings.guard,
+                                   settings.uploads_per_hour), elem_id="promises")
         gr.Textbox(value=about.CITATION, label=about.CITATION_LABEL, lines=6, buttons=["copy"],
                    elem_id="citation")
 

@@ -136,6 +136,32 @@ def test_the_about_tab_states_the_bounds_this_space_runs_under():
     from speedbench.leaderboard.admission import Budget
     from speedbench.leaderboard.archive import ArchiveLimits
 
-    text = " ".join(about.promises(ArchiveLimits(), Budget(), 6, GuardLimits(10, 30.0, 90.0)).split())
+    text = " ".join(about.promises(ArchiveLimits(), Budget(), 6, GuardLimits(10, 30.0, 90.0), 7).split())
+    assert "may send 7 uploads an hour" in text
     assert "deleted once it is 90 s old" in text and "within 30 s" in text and "at most 10 requests" in text
     assert "2 hours" not in text
+
+
+def test_uploads_past_the_submitter_s_quota_are_refused_before_they_are_read(tmp_path, seeded_db_template,
+                                                                             known_builds_dir, valid_bundle):
+    """Through the /submit_bundle API from one address: two uploads pass, the third is refused."""
+    from gradio_client import handle_file
+    from sbspace.envs import Settings
+
+    app = web["app_module"]()
+    db = tmp_path / "board.sqlite3"
+    shutil.copyfile(seeded_db_template, db)
+    port = web["free_port"]()
+    demo = app.build_app(Settings(db_path=db, port=port, known_builds=[str(known_builds_dir)], uploads_per_hour=2))
+    url = web["launch"](demo, port)
+    try:
+        api = web["client"](url)
+        path = tmp_path / "bundle.tar.gz"
+        path.write_bytes(valid_bundle)
+        answers = [api.predict(handle_file(str(path)), api_name="/submit_bundle") for _ in range(3)]
+        assert [a["status"] for a in answers] == ["accepted", "rejected", "rejected"]
+        assert "duplicate" in answers[1]["message"]  # the second was read (within the quota)
+        assert "[rule quota.uploads]" in answers[2]["message"] and "at most 2 uploads per hour" in answers[2]["message"]
+    finally:
+        demo.close()
+        demo.store.close()
