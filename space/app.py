@@ -24,10 +24,12 @@ import gradio as gr  # noqa: E402
 
 from sbspace import about, compare, populate, submission  # noqa: E402
 from sbspace.envs import Settings, hub_client_with_timeouts  # noqa: E402
+from sbspace.guard import RequestGuard, UploadSweeper  # noqa: E402
 from speedbench.leaderboard.admission import Admission, reservation  # noqa: E402
 from speedbench.leaderboard.canonical import DIGEST_VERSION  # noqa: E402
 from speedbench.leaderboard.known_builds import KnownBuilds  # noqa: E402
 from speedbench.leaderboard.mirror import HubMirror  # noqa: E402
+from speedbench.leaderboard.quota import UploadQuota  # noqa: E402
 from speedbench.leaderboard.store import LeaderboardStore  # noqa: E402
 from speedbench.leaderboard.sync import MirrorSync  # noqa: E402
 from speedbench.leaderboard.validate import STORED_LIMITS, backfill_digests, restore_bundle  # noqa: E402
@@ -49,6 +51,7 @@ class _Services:
     def __init__(self, store: LeaderboardStore, known_builds: KnownBuilds, admission: Admission,
                  sync: MirrorSync | None):
         self.store, self.known_builds, self.admission, self.sync = store, known_builds, admission, sync
+        self.quota = None  # set by _prepare (the per-submitter upload quota)
 
     def mirror_note(self) -> str:
         return self.sync.status().text() if self.sync is not None else ""
@@ -85,22 +88,26 @@ def _prepare(settings: Settings, store: LeaderboardStore | None, known_builds: K
                     log.warning("digest backfill: %s", ascii(line))
 
         threading.Thread(target=backfill, name="speedbench-digests", daemon=True).start()
-    return _Services(store, known_builds, admission, sync)
+    services = _Services(store, known_builds, admission, sync)
+    services.quota = UploadQuota(settings.uploads_per_hour)
+    return services
 
 
 def _board_functions(store: LeaderboardStore):
     """``table`` (the filtered, sorted board) and ``refresh_choices`` (every dropdown's choices
-    from what is stored now), the callbacks several tabs share."""
+    from what is stored now), the callbacks several tabs share; both read the rows cached until
+    the store changes (``populate.BoardCache``), so a page load costs the same at any board size."""
+    cache = populate.BoardCache(store)
 
     def table(search, engines, methods, families, isl, sort_by, descending, show_ci):
         frame, datatypes, widths = populate.board_frame(
-            populate.all_rows(store), search=search, engines=engines, methods=methods, families=families,
+            cache.rows(), search=search, engines=engines, methods=methods, families=families,
             isl=isl, sort_by=sort_by, descending=descending, show_ci=show_ci)
         return gr.Dataframe(value=frame, datatype=datatypes, column_widths=widths)
 
     def refresh_choices():
-        found = populate.filter_choices(populate.all_rows(store))
-        labels = compare.entry_choices(store)
+        found = cache.choices()
+        labels = cache.entry_labels()
         return (gr.Dropdown(choices=found["engines"]), gr.Dropdown(choices=found["methods"]),
                 gr.Dropdown(choices=found["families"]), gr.Dropdown(choices=found["isls"]),
                 gr.Dropdown(choices=labels))
@@ -139,8 +146,9 @@ def _browse_tab(rows, found, table) -> _Browse:
         board_table = gr.Dataframe(value=frame, datatype=datatypes, column_widths=widths, interactive=False,
                                    pinned_columns=1, elem_id="board", label="Entries", max_height=600)
         controls = [search, engines, methods, families, isl, sort_by, descending, show_ci]
-        for control in controls:
-            control.change(table, controls, board_table, api_visibility="private")
+        for control in controls:  # searches share two worker threads: a flood waits, uploads do not
+            control.change(table, controls, board_table, api_visibility="private", concurrency_limit=2,
+                           concurrency_id="browse")
     return _Browse(controls, [engines, methods, families, isl], board_table)
 
 
@@ -156,7 +164,8 @@ def _compare_tab(store: LeaderboardStore, admission: Admission) -> list:
             pareto_isl = gr.Dropdown(choices=compare.PARETO_ISLS, value="any", label="ISL for Pareto curves",
                                      elem_id="compare-isl", scale=1)
             compare_button = gr.Button("Compare", variant="primary", elem_id="compare-button", scale=0)
-        compare_note = gr.Markdown(elem_id="compare-note")
+        # plain text: the note names entry ids, which must never render as markup
+        compare_note = gr.Textbox(show_label=False, interactive=False, container=False, elem_id="compare-note")
         side_by_side = gr.Dataframe(label="AL per category, side by side", interactive=False,
                                     elem_id="compare-side")
         differences = gr.Dataframe(label="Paired AL difference (entry - reference) on shared prompts",
@@ -188,12 +197,18 @@ def _submit_tab(settings: Settings, services: _Services, browse: _Browse, follow
         status = gr.Textbox(label="Result", interactive=False, elem_id="submit-status", lines=2)
         result = gr.JSON(visible=False)
 
-        def handle(path):
+        def handle(path, request: gr.Request | None = None):
+            refused = submission.over_quota(services.quota, path, request)  # before the file is read
+            if refused is not None:
+                return refused
             return submission.handle_upload(path, services.store, services.known_builds, settings.limits,
                                             services.admission, services.sync)
 
-        def on_submit(path, *control_values):
-            outcome = handle(path)
+        # the controls are named, not *args: Gradio passes gr.Request only to a named parameter
+        def on_submit(path, search, engines, methods, families, isl, sort_by, descending, show_ci,
+                      request: gr.Request):
+            outcome = handle(path, request)
+            control_values = (search, engines, methods, families, isl, sort_by, descending, show_ci)
             return (outcome.text(), outcome.to_dict(), table(*control_values), *refresh_choices(),
                     services.note_box())
 
@@ -205,13 +220,17 @@ def _submit_tab(settings: Settings, services: _Services, browse: _Browse, follow
         # The endpoint `speedbench submit` calls: one file in, {"status", "entry_id", "message"} out.
         api_upload = gr.File(visible=False, type="filepath")
         api_trigger = gr.Button(visible=False)
-        api_trigger.click(lambda path: handle(path).to_dict(), api_upload, result, api_name="submit_bundle")
+        def api_submit(path, request: gr.Request):
+            return handle(path, request).to_dict()
+
+        api_trigger.click(api_submit, api_upload, result, api_name="submit_bundle")
 
 
 def _about_tab(settings: Settings) -> None:
     with gr.Tab("About", id="about"):
         gr.Markdown(about.ABOUT)
-        gr.Markdown(about.promises(settings.limits, settings.budget, compare.MAX_ENTRIES), elem_id="promises")
+        gr.Markdown(about.promises(settings.limits, settings.budget, compare.MAX_ENTRIES, settings.guard,
+                                   settings.uploads_per_hour), elem_id="promises")
         gr.Textbox(value=about.CITATION, label=about.CITATION_LABEL, lines=6, buttons=["copy"],
                    elem_id="citation")
 
@@ -241,7 +260,22 @@ def build_app(settings: Settings | None = None, store: LeaderboardStore | None =
                   [browse.board_table, *browse.filters, *followers, note], api_visibility="private")
     demo.store = store  # for tests and for closing
     demo.admission, demo.sync = services.admission, services.sync
+    # every file in the upload folder past its age that no submission uses (sbspace/guard.py)
+    demo.sweeper = UploadSweeper(submission.upload_cache_dir(), settings.guard.upload_max_age_s,
+                                 submission.files_in_use).start()
+    close = demo.close
+    demo.close = lambda *args, **kwargs: (demo.sweeper.close(), close(*args, **kwargs))[1]
     return demo
+
+
+def launch_options(settings: Settings) -> dict:
+    """What ``launch`` needs beyond the address: the upload cap, and the request guard (a cap on
+    requests in flight, a deadline on each request body; sbspace/guard.py)."""
+    from starlette.middleware import Middleware
+
+    guard = Middleware(RequestGuard, max_in_flight=settings.guard.max_in_flight,
+                       body_timeout_s=settings.guard.body_timeout_s)
+    return {"max_file_size": settings.limits.max_archive_bytes, "app_kwargs": {"middleware": [guard]}}
 
 
 def main() -> None:
@@ -251,7 +285,7 @@ def main() -> None:
     demo = build_app(settings)
     # Gradio's per-event limit only bounds threads; what validations may cost is the admission's
     demo.queue(default_concurrency_limit=8).launch(
-        server_name=settings.host, server_port=settings.port, max_file_size=settings.limits.max_archive_bytes)
+        server_name=settings.host, server_port=settings.port, **launch_options(settings))
 
 
 if __name__ == "__main__":

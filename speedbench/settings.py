@@ -292,7 +292,9 @@ def leaderboard_db() -> Path | None:
 # The leaderboard's resource limits, each overridable by its variable (``env_number``).
 LEADERBOARD_LIMIT_VARIABLES = ("SPEEDBENCH_MAX_BUNDLE_MB", "SPEEDBENCH_MAX_UNPACKED_MB", "SPEEDBENCH_MAX_VALIDATIONS",
                                "SPEEDBENCH_VALIDATION_MEMORY_MB", "SPEEDBENCH_VALIDATION_CPU_S",
-                               "SPEEDBENCH_RSS_LIMIT_MB")
+                               "SPEEDBENCH_RSS_LIMIT_MB", "SPEEDBENCH_UPLOAD_MAX_AGE_S", "SPEEDBENCH_BODY_TIMEOUT_S",
+                               "SPEEDBENCH_MAX_CONNECTIONS", "SPEEDBENCH_SEARCH_MAX_CHARS",
+                               "SPEEDBENCH_UPLOADS_PER_HOUR")
 
 
 def leaderboard_limit(name: str, default: float, kind: type = float) -> float:

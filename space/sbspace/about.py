@@ -107,20 +107,35 @@ PROMISES = """
   size each upload declares; one upload may use {cpu_s:g} CPU seconds; Compare takes at most
   {compare} entries and reads each pair of them under the same limit and budgets. An upload over a bound is
   refused with a message naming it (`budget.*`); identical uploads sent at once each get an answer;
-  an uploaded file that no submission names is deleted after 2 hours.
+  every uploaded file (dropped mid-upload, never submitted, or left by a restart) is deleted once it
+  is {upload_age:g} s old and no submission is using it; a request body must arrive within
+  {body_s:g} s and at most {connections} requests are served at once (more are answered 503); one
+  submitter (your Hugging Face login, else your address) may send {per_hour} uploads an hour; a
+  search is cut to {search_chars} characters.
 - **Durability**: the board's store of record is a Hub dataset: each accepted entry (bundle,
   entry document with its date and trust level, verification) is one commit there, retried from
   a local queue until it lands. Until then the entry lives on the Space's disk; a note above the
   board says when the Hub copy is behind. A restarted Space restores every entry from the Hub
-  with its original date and trust level.
+  with its original date, re-validating each bundle; trust is never taken from the Hub's copy:
+  a restored entry is self-reported (noted when the Hub's copy said verified) until a maintainer
+  verifies it again. Files there that fail any check are skipped and counted above the board.
 """
 
 
-def promises(limits, budget, max_compare: int) -> str:
+def promises(limits, budget, max_compare: int, guard=None, per_hour: int | None = None) -> str:
     """The About tab's promises, with the bounds this Space runs under (its settings)."""
+    from sbspace.guard import GuardLimits
+
+    from sbspace.populate import MAX_SEARCH_CHARS
+    from speedbench.leaderboard.quota import uploads_per_hour
+
+    guard = guard or GuardLimits()
     return PROMISES.format(archive_mb=limits.max_archive_bytes / 2**20, unpacked_mb=limits.max_total_bytes / 2**20,
                            validations=budget.max_concurrent, memory_mb=budget.memory_bytes / 2**20,
-                           cpu_s=budget.cpu_seconds, compare=max_compare)
+                           cpu_s=budget.cpu_seconds, compare=max_compare, upload_age=guard.upload_max_age_s,
+                           body_s=guard.body_timeout_s, connections=guard.max_in_flight,
+                           per_hour=uploads_per_hour() if per_hour is None else per_hour,
+                           search_chars=MAX_SEARCH_CHARS)
 
 
 SUBMIT_GUIDE = """

@@ -7,7 +7,9 @@ from pathlib import Path
 from speedbench import settings
 from speedbench.leaderboard.admission import Budget
 from speedbench.leaderboard.archive import ArchiveLimits
+from speedbench.leaderboard.quota import uploads_per_hour
 from speedbench.leaderboard.store import db_path_from_env
+from sbspace.guard import GuardLimits
 
 
 @dataclass
@@ -19,6 +21,8 @@ class Settings:
     known_builds: list[str] | None = None  # None: SPEEDBENCH_KNOWN_BUILDS
     mirror_repo: str = field(default_factory=lambda: settings.hub_mirror_repo() or "")
     budget: Budget = field(default_factory=Budget.from_env)  # SPEEDBENCH_MAX_VALIDATIONS ...
+    guard: GuardLimits = field(default_factory=GuardLimits.from_env)  # SPEEDBENCH_BODY_TIMEOUT_S ...
+    uploads_per_hour: int = field(default_factory=uploads_per_hour)  # SPEEDBENCH_UPLOADS_PER_HOUR
 
 
 HUB_TIMEOUT_S = (10.0, 120.0)  # connect, everything else

@@ -22,6 +22,7 @@ from speedbench import settings
 from speedbench.leaderboard.admission import Admission, submit
 from speedbench.leaderboard.archive import ArchiveLimits
 from speedbench.leaderboard.known_builds import KnownBuilds
+from speedbench.leaderboard.quota import submitter_of
 from speedbench.leaderboard.schema import BundleRejected
 from speedbench.leaderboard.store import LeaderboardStore
 
@@ -48,6 +49,12 @@ class SubmissionResult:
         return f"Accepted as entry {self.entry_id}." if self.accepted else f"Rejected: {self.message}"
 
 
+def files_in_use() -> list[Path]:
+    """The upload files a submission is using now (the upload sweep leaves them alone)."""
+    with _lock:
+        return list(_uses)
+
+
 def upload_cache_dir() -> Path:
     """Where Gradio keeps uploaded files (``GRADIO_TEMP_DIR``, default ``<tmp>/gradio``)."""
     return Path(settings.gradio_temp_dir() or Path(tempfile.gettempdir()) / "gradio").resolve()
@@ -63,6 +70,24 @@ def remove_upload(path: str | Path) -> None:
     file.unlink(missing_ok=True)
     if folder != cache and cache in folder.parents:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def over_quota(quota, path: str | None, request) -> "SubmissionResult | None":
+    """The refusal of an upload past its submitter's quota (:mod:`speedbench.leaderboard.quota`),
+    its file removed unread; None when it may go ahead (and it is counted)."""
+    if quota is None or not path:
+        return None
+    username = getattr(request, "username", None) if request is not None else None
+    client = getattr(request, "client", None) if request is not None else None
+    wait = quota.take(submitter_of(username, getattr(client, "host", None)))
+    if wait is None:
+        return None
+    with _lock:
+        if Path(path).resolve() not in _uses:  # an identical upload in flight keeps the shared file
+            remove_upload(path)
+    return SubmissionResult(False, None, f"upload quota: at most {quota.per_hour} uploads per hour from one "
+                                         f"submitter; try again in {max(1, int(wait // 60) + 1)} min "
+                                         "[rule quota.uploads]")
 
 
 def handle_upload(path: str | None, store: LeaderboardStore, known_builds: KnownBuilds, limits: ArchiveLimits,

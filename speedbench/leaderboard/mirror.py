@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import tempfile
 from dataclasses import dataclass, field
 
@@ -26,6 +27,13 @@ ENTRIES, BUNDLES = "entries/", "bundles/"
 
 
 SUFFIXES = (".tar.gz", ".zip")
+# The only entry ids the board issues (``store.entry_id_for``): anything else in the repo was not
+# written by the board and is skipped before any of it is read.
+ENTRY_ID = re.compile(r"sb-[0-9a-f]{12}")
+# Size caps checked against the repo's listing before a file is downloaded or parsed: a document
+# is a few hundred KiB (metrics, up to 100 listed divergences per pair), a bundle passed the upload
+# cap (``SPEEDBENCH_MAX_BUNDLE_MB``) once.
+MAX_DOCUMENT_BYTES = 4 * 1024 * 1024
 
 
 def bundle_suffix(archive: bytes) -> str:
@@ -47,6 +55,8 @@ class RepoListing:
 
     documents: dict[str, str] = field(default_factory=dict)  # entry id -> entries/<id>.json
     bundles: dict[str, str] = field(default_factory=dict)  # entry id -> bundles/<id>.<ext>
+    sizes: dict[str, int] = field(default_factory=dict)  # path -> bytes, as the repo lists them
+    foreign: list[str] = field(default_factory=list)  # entry-like paths whose name is not a board id
 
     @property
     def ids(self) -> set[str]:
@@ -56,13 +66,14 @@ class RepoListing:
 class HubMirror:
     """Reads and writes the dataset repo through ``huggingface_hub`` (``api``: an ``HfApi``)."""
 
-    def __init__(self, repo_id: str, api=None, token: str | None = None):
+    def __init__(self, repo_id: str, api=None, token: str | None = None, max_bundle_bytes: int | None = None):
         if api is None:
             from huggingface_hub import HfApi
 
             api = HfApi(token=token)
         self.repo_id = repo_id
         self.api = api
+        self.max_bundle_bytes = max_bundle_bytes or int(settings.leaderboard_limit("SPEEDBENCH_MAX_BUNDLE_MB", 64) * 2**20)
 
     @classmethod
     def from_env(cls) -> "HubMirror | None":
@@ -88,14 +99,22 @@ class HubMirror:
         self.api.create_commit(self.repo_id, operations, repo_type="dataset", commit_message=f"{what} {entry_id}")
 
     def listing(self) -> RepoListing:
+        """The repo's entries with each file's size (one recursive tree listing); a path under
+        ``entries/`` or ``bundles/`` whose name is not a board id is listed in ``foreign``."""
         found = RepoListing()
-        for name in self.api.list_repo_files(self.repo_id, repo_type="dataset"):
+        for info in self.api.list_repo_tree(self.repo_id, repo_type="dataset", recursive=True):
+            name, size = info.path, getattr(info, "size", None)
+            if size is None or not name.startswith((ENTRIES, BUNDLES)):
+                continue  # a folder, or a file outside the board's layout
             base = name.rsplit("/", 1)[-1]
             entry_id = base.split(".", 1)[0]
-            if name.startswith(ENTRIES) and name.endswith(".json"):
-                found.documents[entry_id] = name
-            elif name.startswith(BUNDLES) and base.endswith((".tar.gz", ".zip")):
-                found.bundles[entry_id] = name
+            is_document = name.startswith(ENTRIES) and base == f"{entry_id}.json"
+            is_bundle = name.startswith(BUNDLES) and base in (f"{entry_id}{s}" for s in SUFFIXES)
+            if not (is_document or is_bundle) or not ENTRY_ID.fullmatch(entry_id):
+                found.foreign.append(name)
+                continue
+            (found.documents if is_document else found.bundles)[entry_id] = name
+            found.sizes[name] = int(size)
         return found
 
     def read(self, path: str) -> bytes:
@@ -106,8 +125,17 @@ class HubMirror:
             with open(local, "rb") as handle:
                 return handle.read()
 
-    def _document(self, path: str) -> dict:
-        document = json.loads(self.read(path))
+    def _document(self, path: str, size: int | None = None) -> dict:
+        """An entry document, its size checked before it is read (``size`` from the listing) and
+        after, parsed strictly (nesting, numbers, duplicate keys: :mod:`.strict_json`)."""
+        from speedbench.leaderboard.strict_json import loads_strict
+
+        if size is not None and size > MAX_DOCUMENT_BYTES:
+            raise ValueError(f"{path} is {size} bytes, over the {MAX_DOCUMENT_BYTES}-byte cap of an entry document")
+        data = self.read(path)
+        if len(data) > MAX_DOCUMENT_BYTES:
+            raise ValueError(f"{path} is {len(data)} bytes, over the {MAX_DOCUMENT_BYTES}-byte cap of an entry document")
+        document = loads_strict(data, path)
         if not isinstance(document, dict):
             raise ValueError(f"{path} is not a JSON object")
         return document
@@ -117,16 +145,24 @@ class HubMirror:
         new entry's id is in the repo already when its measurement was accepted there before (a
         Space restarted on an empty disk, sent the same bundle again before its restore)."""
         paths = [f"{ENTRIES}{entry_id}.json", *(f"{BUNDLES}{entry_id}{suffix}" for suffix in SUFFIXES)]
-        found = {info.path for info in self.api.get_paths_info(self.repo_id, paths, repo_type="dataset")}
-        document = self._document(paths[0]) if paths[0] in found else None
-        return document, tuple(sorted(p for p in found if p.startswith(BUNDLES)))
+        infos = {info.path: getattr(info, "size", None) for info in
+                 self.api.get_paths_info(self.repo_id, paths, repo_type="dataset")}
+        document = self._document(paths[0], infos[paths[0]]) if paths[0] in infos else None
+        return document, tuple(sorted(p for p in infos if p.startswith(BUNDLES)))
 
     def read_entry(self, listing: RepoListing, entry_id: str) -> tuple[dict | None, bytes]:
         """(entry document or None, bundle bytes) of one entry; a document that is not a JSON object
         or a bundle whose hash is not the document's ``archive_sha256`` is a ValueError (a corrupted
         or replaced file)."""
-        document = self._document(listing.documents[entry_id]) if entry_id in listing.documents else None
-        archive = self.read(listing.bundles[entry_id])
+        path = listing.documents.get(entry_id)
+        document = self._document(path, listing.sizes.get(path)) if path else None
+        bundle = listing.bundles[entry_id]
+        if listing.sizes.get(bundle, 0) > self.max_bundle_bytes:
+            raise ValueError(f"{bundle} is {listing.sizes[bundle]} bytes, over the upload cap of "
+                             f"{self.max_bundle_bytes} bytes")
+        archive = self.read(bundle)
+        if len(archive) > self.max_bundle_bytes:
+            raise ValueError(f"{bundle} is {len(archive)} bytes, over the upload cap of {self.max_bundle_bytes} bytes")
         if document is not None and document.get("archive_sha256") not in (None, hashlib.sha256(archive).hexdigest()):
             raise ValueError(f"{listing.bundles[entry_id]}: sha256 differs from the entry document's archive_sha256")
         return document, archive

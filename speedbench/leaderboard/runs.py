@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from speedbench.analysis.consistency import DEFAULT_BOUNDS, PhysicalBounds, check_record
 from speedbench.leaderboard.archive import ArchiveLimits
+from speedbench.leaderboard.load_points import check_label
 from speedbench.leaderboard.schema import RUN_FILES, BundleRejected, shown
 from speedbench.leaderboard.strict_json import iter_jsonl, loads_strict
 from speedbench.metrics.acceptance.draft_length import server_draft_nodes
@@ -212,6 +213,7 @@ class BundleRules(ReadRules):
         return _compact(record, keep_chunks=record.ok and not record.warmup)
 
     def _check_measured(self, record: TurnRecord, where: str) -> None:
+        check_label(record.run_point, record.requested_concurrency, where)  # (.load_points)
         self.points.add(record.run_point)
         if len(self.points) > self.caps.max_points:
             raise BundleRejected(f"more than {self.caps.max_points} load points in one run", rule="caps.points_per_run",

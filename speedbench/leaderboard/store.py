@@ -105,6 +105,7 @@ class LeaderboardStore:
         self.path = Path(path) if path is not None else db_path_from_env()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
+        self._writes = 0  # commits through this connection (``version``)
         self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA foreign_keys=ON")
@@ -132,6 +133,13 @@ class LeaderboardStore:
                 self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
+            self._writes += 1
+
+    def version(self) -> tuple[int, int]:
+        """Changes whenever anything was committed to the store, by this connection (its own count)
+        or by another (SQLite's ``data_version``): the key of the Space's cached board rows."""
+        with self._lock:
+            return self._conn.execute("PRAGMA data_version").fetchone()[0], self._writes
 
     def journal_mode(self) -> str:
         with self._lock:

@@ -6,7 +6,8 @@ never blocks a page or a request:
 1. it makes sure the dataset repo exists, retrying with backoff while the Hub cannot be reached;
 2. it restores every entry the repo holds and the local store lacks (a fresh Space, or a store
    that lost some): each bundle is checked against its document's hash and re-validated
-   (``restore_entry``), and keeps the document's id, date, trust level and verification;
+   (``restore_entry``), keeps the document's ISO date, never its trust level; an entry that fails
+   in any way is skipped and reported, and pushes run even while the restore keeps failing;
 3. it pushes the outbox (the entries whose current state has not reached the repo: new ones,
    verified ones), one commit per entry, oldest first; a failed push is retried with
    exponential backoff (``BACKOFF_S``) until it lands, across restarts (the outbox is a table of
@@ -38,6 +39,12 @@ BACKOFF_S = (5.0, 600.0)  # first retry after 5 s, doubling up to 10 min
 POLL_S = 60.0
 
 
+def _transport_error(exc: Exception) -> bool:
+    """The Hub or the network failed (retried later), as opposed to an entry that cannot be restored."""
+    return isinstance(exc, (OSError, TimeoutError)) or type(exc).__module__.split(".")[0] in ("httpx", "httpx2",
+                                                                                              "httpcore")
+
+
 def backoff(attempts: int, base: float = BACKOFF_S[0], cap: float = BACKOFF_S[1]) -> float:
     return min(cap, base * 2 ** max(0, attempts - 1))
 
@@ -54,8 +61,13 @@ class SyncStatus:
     last_error: str = ""
 
     def text(self) -> str:
+        skipped = ""
+        if self.skipped:  # plain text (the note is a text box); ascii(): a file name is the repo's, not ours
+            n = len(self.skipped)
+            skipped = (f"{n} file{'' if n == 1 else 's'} in the Hub dataset not restored (kept there for a "
+                       f"maintainer), e.g. {ascii(self.skipped[0][:160])}.")
         if self.phase == "in step":
-            return ""
+            return skipped
         what = {"starting": "connecting to the Hub dataset", "restoring": "restoring entries from the Hub dataset",
                 "behind": "the Hub dataset is behind", "unreachable": "the Hub dataset cannot be reached"}
         parts = [f"Store of record {self.repo_id}: {what.get(self.phase, self.phase)}"]
@@ -63,7 +75,7 @@ class SyncStatus:
             parts.append(f"{self.pending} entr{'y' if self.pending == 1 else 'ies'} waiting to be copied there")
         if self.last_error:
             parts.append(f"last error: {self.last_error[:160]}")
-        return "; ".join(parts) + ". The board shows what this copy holds."
+        return "; ".join(parts) + ". The board shows what this copy holds." + (" " + skipped if skipped else "")
 
 
 class MirrorSync:
@@ -93,28 +105,42 @@ class MirrorSync:
 
     # ---- the steps --------------------------------------------------------------------------
     def restore_missing(self) -> int:
-        """Restore every entry the repo has and the store lacks; returns how many were added."""
+        """Restore every entry the repo has and the store lacks; returns how many were added. An
+        entry that fails in any way (a document too large, nested too deep or not an object, a
+        bundle that does not match it or no longer passes, an id the board did not issue) is
+        skipped, named in ``status().skipped`` and kept in the repo for a maintainer: one bad file
+        never stops the rest, nor the pushes after it."""
         with self._lock:
             self._status.phase = "restoring"
             self.mirror.ensure_repo()
             listing: RepoListing = self.mirror.listing()
             have = self.store.ids()
             added = 0
+            for path in listing.foreign:
+                self._skip(path, "not a board entry id (sb- and 12 hex digits)")
             for entry_id in sorted(listing.ids - have):
                 if entry_id not in listing.bundles:
-                    self._status.skipped.append(f"{entry_id}: entry document without its bundle")
+                    self._skip(entry_id, "entry document without its bundle")
                     continue
                 try:
                     document, archive = self.mirror.read_entry(listing, entry_id)
                     self.restore_entry(entry_id, document, archive)
                     added += 1
-                except (BundleRejected, ValueError) as exc:  # kept in the repo for a maintainer
-                    self._status.skipped.append(f"{entry_id}: {exc}")
-                    log.warning("not restored: %s: %s", entry_id, exc)
+                except Exception as exc:  # whatever it is (RecursionError, MemoryError ...): this entry only
+                    if _transport_error(exc):
+                        raise  # the Hub failed, not the entry: the whole restore is retried, pushes go on
+                    self._skip(entry_id, f"{type(exc).__name__}: {str(exc)[:300]}"
+                               if not isinstance(exc, (BundleRejected, ValueError)) else str(exc)[:300])
             self._status.restored += added
             self._status.phase = "behind"
             self.restored_once.set()
             return added
+
+    def _skip(self, what: str, reason: str) -> None:
+        line = f"{what}: {reason}"
+        if line not in self._status.skipped:
+            self._status.skipped.append(line)
+        log.warning("not restored: %s", ascii(line))
 
     def push_due(self, now: float | None = None) -> int:
         """Push every outbox entry that is due; returns how many landed."""
@@ -146,18 +172,17 @@ class MirrorSync:
 
     def _adopt_hub_copy(self, entry_id: str) -> tuple[str, ...]:
         """An entry whose id the repo holds (the same measurement, accepted there before this store
-        was emptied) keeps the repo's date and, unless only this copy is verified, its trust level
-        and verification; returns the repo's bundle paths of it (replaced by this copy's bundle)."""
+        was emptied) keeps the repo's date when it is an ISO date; trust is never taken from the
+        repo's document (anyone with write access to the dataset could have written it): this
+        copy keeps its own level. Returns the repo's bundle paths of it (replaced by this copy's)."""
+        from speedbench.leaderboard.validate import iso_date
+
         document, bundles = self.mirror.hub_copy(entry_id)
         entry = self.store.get(entry_id)
         if document is None or entry is None:
             return bundles
-        if document.get("trust") == "verified" and isinstance(document.get("verification"), dict):
-            trust, verification = "verified", document["verification"]
-        else:  # the repo's copy is self-reported: this one's own level (verified here, or not)
-            trust, verification = entry.trust, entry.verification
-        date = document.get("submitted_at")
-        self.store.adopt(entry_id, date if isinstance(date, str) else entry.submitted_at, trust, verification)
+        date = iso_date(document.get("submitted_at"))
+        self.store.adopt(entry_id, date or entry.submitted_at, entry.trust, entry.verification)
         return bundles
 
     # ---- the thread ---------------------------------------------------------------------------
@@ -175,19 +200,20 @@ class MirrorSync:
         self._wake.set()
 
     def _run(self) -> None:
-        attempts = 0
-        while not self._stop.is_set() and not self.restored_once.is_set():
-            try:
-                self.restore_missing()
-            except Exception as exc:  # unreachable, refused, timed out: the board serves what it has
-                attempts += 1
-                self._status.phase = "unreachable"
-                self._failed("restore", exc)
-                self.attempted.set()
-                self._stop.wait(backoff(attempts))
-            self.attempted.set()
+        """Restore until it has run once, with backoff; the outbox is pushed all along (a restore
+        that keeps failing never holds back an entry accepted meanwhile)."""
+        attempts, restore_at = 0, 0.0
         while not self._stop.is_set():
             self._wake.clear()
+            if not self.restored_once.is_set() and self.clock() >= restore_at:
+                try:
+                    self.restore_missing()
+                except Exception as exc:  # unreachable, refused, timed out: the board serves what it has
+                    attempts += 1
+                    self._status.phase = "unreachable"
+                    self._failed("restore", exc)
+                    restore_at = self.clock() + backoff(attempts)
+                self.attempted.set()
             try:
                 self.push_due()
                 due = self.store.next_outbox_attempt()
@@ -197,5 +223,7 @@ class MirrorSync:
                     return
                 self._failed("sync", exc)
                 due = self.clock() + BACKOFF_S[1]
+            if not self.restored_once.is_set():
+                due = restore_at if due is None else min(due, restore_at)
             wait = POLL_S if due is None else min(POLL_S, max(0.0, due - self.clock()))
             self._wake.wait(wait)

@@ -33,6 +33,7 @@ from datetime import datetime, timezone
 from speedbench.analysis.consistency import check_acceptance_plausible, check_client_lag, check_coverage
 from speedbench.leaderboard import canonical, plausibility
 from speedbench.leaderboard.isl import check_isl
+from speedbench.leaderboard.load_points import check_achieved
 from speedbench.leaderboard.names import KNOWN_IDS, check_name
 from speedbench.leaderboard.archive import ArchiveLimits, check_member_name, content_hash, read_archive
 from speedbench.leaderboard.known_builds import KnownBuilds
@@ -49,7 +50,7 @@ from speedbench.leaderboard.schema import (
     shown,
 )
 from speedbench.leaderboard.strict_json import loads_strict
-from speedbench.leaderboard.store import Entry, LeaderboardStore
+from speedbench.leaderboard.store import Entry, LeaderboardStore, entry_id_for
 from speedbench.metrics.results import to_jsonable
 from speedbench.metrics.validation import MetricInputError
 from speedbench.records import TurnRecord
@@ -210,6 +211,7 @@ def compute_entry_metrics(bundle: ValidatedBundle) -> dict:
     phases = bundle_phases(bundle.runs, bundle.metadata)  # only when submitted (speedbench.leaderboard.phases)
     if phases is not None:
         metrics["phases"] = phases
+    check_achieved(metrics.get("points", []))  # point.achieved_above_requested (.load_points)
     limit = bundle.metadata.draft_length + 1
     for speedup in metrics.get("speedup", []):
         if (speedup.get("speedup_measured") or 0) > limit:
@@ -267,31 +269,53 @@ def submit_bundle(data: bytes, store: LeaderboardStore, known_builds: KnownBuild
     return store_entry(bundle, data, metrics, store, submitted_at)
 
 
+ISO_DATE = "%Y-%m-%dT%H:%M:%SZ"
+
+
+def iso_date(value) -> str | None:
+    """``value`` when it is a date as the board writes them (``2026-11-02T00:00:00Z``), else None."""
+    if not isinstance(value, str) or len(value) != 20:
+        return None
+    try:
+        return value if datetime.strptime(value, ISO_DATE).strftime(ISO_DATE) == value else None
+    except ValueError:
+        return None
+
+
 def restore_bundle(entry_id: str, document: dict | None, data: bytes, store: LeaderboardStore, known_builds: KnownBuilds) -> Entry:
     """An entry from the Hub dataset (:mod:`.sync`), re-validated: the bundle passes the same checks
-    as an upload (nothing is trusted because it came from the repo) and its metrics are recomputed;
-    the document gives what the bundle cannot: the id, the date, trust level and verification.
-    A bundle without a document (pushed by a version that wrote them in two commits) is dated by
+    as an upload (nothing is trusted because it came from the repo) and its metrics are recomputed.
+    From the document only the date is taken, and only as an ISO date; the id must be the one the
+    board issues for the recomputed measurement (``entry_id_for``), else the entry is refused.
+    Trust is never read from the document: the entry is restored self-reported, and one whose
+    document says verified gets the warning ``restored.verification_unchecked`` (a maintainer
+    verifies it again). A bundle without a document, or whose document has no ISO date, is dated by
     its earliest measured request and says so in a warning."""
     bundle = parse_bundle(data, known_builds, STORED_LIMITS)
+    expected = entry_id_for(bundle.measurement_sha256)
+    if entry_id != expected:
+        raise BundleRejected(f"entry id {ascii(entry_id)} is not the id of its measurement ({expected})",
+                             rule="restored.id_mismatch")
     metrics = compute_entry_metrics(bundle)
     warnings = entry_warnings(bundle, metrics, store)
     doc = document or {}
-    submitted_at = doc.get("submitted_at")
-    if not isinstance(submitted_at, str):
+    submitted_at = iso_date(doc.get("submitted_at"))
+    if submitted_at is None:
         first = min(r.started_unix_s for run in bundle.runs for r in run.records)
-        submitted_at = datetime.fromtimestamp(first, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        warnings.append({"code": "restored.no_entry_document",
-                         "message": "restored from a bundle without its entry document: dated by its first request"})
-    trust = doc.get("trust") if doc.get("trust") in ("self-reported", "verified") else "self-reported"
-    verification = doc.get("verification") if isinstance(doc.get("verification"), dict) else None
+        submitted_at = datetime.fromtimestamp(first, timezone.utc).strftime(ISO_DATE)
+        what = "without its entry document" if document is None else "whose entry document has no ISO date"
+        warnings.append({"code": "restored.no_entry_document" if document is None else "restored.no_date",
+                         "message": f"restored from a bundle {what}: dated by its first request"})
+    if doc.get("trust") not in (None, "self-reported"):
+        warnings.append({"code": "restored.verification_unchecked",
+                         "message": "the Hub copy's document says verified; the verification was not re-checked "
+                                    "here, so the entry is self-reported until a maintainer verifies it again"})
     return store.add(bundle_sha256=bundle.bundle_sha256, archive_sha256=bundle.archive_sha256, archive=data,
                      schema_version=bundle.schema_version, metadata=bundle.metadata.to_dict(), metrics=metrics,
                      metrics_version=METRICS_VERSION, submitted_at=submitted_at,
                      measurement_sha256=bundle.measurement_sha256, tokens_sha256=bundle.tokens_sha256,
-                     warnings=warnings, entry_id=entry_id,
-                     trust=trust if verification or trust == "self-reported" else "self-reported",
-                     verification=verification, digest_version=canonical.DIGEST_VERSION, enqueue=False)
+                     warnings=warnings, entry_id=entry_id, trust="self-reported", verification=None,
+                     digest_version=canonical.DIGEST_VERSION, enqueue=False)
 
 
 def recompute_from_archive(data: bytes, known_builds: KnownBuilds) -> tuple[dict, str]:

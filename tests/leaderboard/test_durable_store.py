@@ -16,7 +16,8 @@ from speedbench.leaderboard import sync as sync_module
 from speedbench.leaderboard.mirror import HubMirror
 from speedbench.leaderboard.store import LeaderboardStore
 from speedbench.leaderboard.sync import MirrorSync, backoff
-from speedbench.leaderboard.validate import restore_bundle, submit_bundle
+from speedbench.leaderboard.store import entry_id_for
+from speedbench.leaderboard.validate import parse_bundle, restore_bundle, submit_bundle
 
 hub_faults = sys.modules["speedbench_leaderboard_test_fixtures"].load_helpers("hub_faults")
 REPO = "speedbench/board"
@@ -30,6 +31,11 @@ def hub(monkeypatch):
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     with hub_faults.FaultyHub() as running:
         yield running
+
+
+def board_id(bundle: bytes, known_builds) -> str:
+    """The id the board issues for a bundle's measurement (what a restore accepts)."""
+    return entry_id_for(parse_bundle(bundle, known_builds).measurement_sha256)
 
 
 def sync_for(store, hub_url, known_builds, clock=lambda: 1000.0) -> MirrorSync:
@@ -86,17 +92,22 @@ def test_a_verification_reaches_the_hub_without_sending_the_bundle_again(seeded_
     assert document["trust"] == "verified" and document["verification"] == VERIFICATION
 
 
-def test_restore_brings_back_ids_dates_trust_and_fills_a_partial_store(seeded_store, known_builds, hub, tmp_path):
+def test_restore_brings_back_ids_dates_and_fills_a_partial_store(seeded_store, known_builds, hub, tmp_path):
+    """Ids and dates come back; trust never comes from the document: the verified entry is restored
+    self-reported with a note (issue 32: a document written straight into the dataset said verified)."""
     first = seeded_store.entries()[0]
     seeded_store.set_trust(first.id, "verified", VERIFICATION)
     sync = sync_for(seeded_store, hub.url, known_builds)
     sync.mirror.ensure_repo()
     sync.push_due()
-    expected = {e.id: (e.submitted_at, e.trust, e.verification, e.metrics) for e in seeded_store.entries()}
+    expected = {e.id: (e.submitted_at, "self-reported", None, e.metrics) for e in seeded_store.entries()}
 
     fresh = LeaderboardStore(tmp_path / "fresh.sqlite3")  # a Space restarted on an empty disk
     assert sync_for(fresh, hub.url, known_builds).restore_missing() == 3
     assert {e.id: (e.submitted_at, e.trust, e.verification, e.metrics) for e in fresh.entries()} == expected
+    notes = {e.id: [w["code"] for w in e.warnings if w["code"].startswith("restored")] for e in fresh.entries()}
+    assert notes == {e.id: ["restored.verification_unchecked"] if e.id == first.id else []
+                     for e in seeded_store.entries()}
     assert fresh.outbox() == []  # restored entries are on the Hub already
 
     partial = LeaderboardStore(tmp_path / "partial.sqlite3")  # a store that kept one entry only
@@ -109,11 +120,12 @@ def test_restore_brings_back_ids_dates_trust_and_fills_a_partial_store(seeded_st
 
 
 def test_a_bundle_without_its_document_is_dated_by_its_first_request(known_builds, valid_bundle, hub, tmp_path):
-    hub.put(REPO, {"bundles/sb-000000000001.tar.gz": valid_bundle})  # pushed by the old two-commit mirror
+    entry_id = board_id(valid_bundle, known_builds)
+    hub.put(REPO, {f"bundles/{entry_id}.tar.gz": valid_bundle})  # pushed by the old two-commit mirror
     store = LeaderboardStore(tmp_path / "restored.sqlite3")
     sync = sync_for(store, hub.url, known_builds)
     assert sync.restore_missing() == 1
-    entry = store.get("sb-000000000001")
+    entry = store.get(entry_id)
     first = datetime.fromtimestamp(1.7e9, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")  # synthetic runs' start
     assert entry.submitted_at == first
     assert [w["code"] for w in entry.warnings if w["code"].startswith("restored")] == ["restored.no_entry_document"]
@@ -155,12 +167,13 @@ def test_a_verification_made_while_its_entry_is_pushed_reaches_the_hub(seeded_st
     assert seeded_store.outbox() == []
 
 
-def test_an_entry_submitted_again_before_the_restore_keeps_the_hub_s_date_and_trust(known_builds, valid_bundle, hub,
+def test_an_entry_submitted_again_before_the_restore_keeps_the_hub_s_date_not_its_trust(known_builds, valid_bundle, hub,
                                                                                    tmp_path, bundles):
     """The Space restarted on an empty disk and the submitter sent the same measurement again (as a
     zip this time) before the restore ran (a slow or unreachable Hub): the resubmission gets the
     entry's id, and its push must not overwrite the Hub's document (the original date and the
-    verification were lost); the repo keeps one bundle of it, the one its document describes."""
+    verification were lost); the repo keeps one bundle of it, the one its document describes. The
+    Hub document's trust is not adopted (issue 32): only a verification made here counts."""
     before = LeaderboardStore(tmp_path / "before.sqlite3")
     entry = submit_bundle(valid_bundle, before, known_builds, submitted_at="2026-11-02T00:00:00Z")
     before.set_trust(entry.id, "verified", VERIFICATION)
@@ -177,27 +190,29 @@ def test_an_entry_submitted_again_before_the_restore_keeps_the_hub_s_date_and_tr
     sync.push_due()
     document = json.loads(hub.repos[REPO][f"entries/{entry.id}.json"])
     assert (document["submitted_at"], document["trust"], document["verification"]) == (
-        "2026-11-02T00:00:00Z", "verified", VERIFICATION)
+        "2026-11-02T00:00:00Z", "self-reported", None)
     local = after.get(entry.id)
-    assert (local.submitted_at, local.trust, local.verification) == ("2026-11-02T00:00:00Z", "verified", VERIFICATION)
+    assert (local.submitted_at, local.trust, local.verification) == ("2026-11-02T00:00:00Z", "self-reported", None)
     assert after.outbox() == []
     assert sorted(p for p in hub.repos[REPO] if p.startswith("bundles/")) == [f"bundles/{entry.id}.zip"]
     assert document["archive_sha256"] == hashlib.sha256(hub.repos[REPO][f"bundles/{entry.id}.zip"]).hexdigest()
     restored = LeaderboardStore(tmp_path / "restored.sqlite3")  # and it comes back as it was
     assert sync_for(restored, hub.url, known_builds).restore_missing() == 1
-    assert (restored.get(entry.id).submitted_at, restored.get(entry.id).trust) == ("2026-11-02T00:00:00Z", "verified")
+    assert (restored.get(entry.id).submitted_at, restored.get(entry.id).trust) == ("2026-11-02T00:00:00Z",
+                                                                                  "self-reported")
     after.close()
     restored.close()
 
 
 def test_a_document_that_is_not_an_object_is_skipped_and_the_rest_restored(known_builds, valid_bundle, hub, tmp_path):
     """One unreadable entry document must not stop every restore (and with it every push) forever."""
+    good = board_id(valid_bundle, known_builds)
     hub.put(REPO, {"bundles/sb-00000000000a.tar.gz": valid_bundle, "entries/sb-00000000000a.json": b"[1, 2]",
-                   "bundles/sb-00000000000b.tar.gz": valid_bundle})
+                   f"bundles/{good}.tar.gz": valid_bundle})
     store = LeaderboardStore(tmp_path / "restored.sqlite3")
     sync = sync_for(store, hub.url, known_builds)
     assert sync.restore_missing() == 1
-    assert [e.id for e in store.entries()] == ["sb-00000000000b"]
+    assert [e.id for e in store.entries()] == [good]
     assert "sb-00000000000a: entries/sb-00000000000a.json is not a JSON object" in sync.status().skipped[0]
     store.close()
 

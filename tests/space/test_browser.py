@@ -203,7 +203,7 @@ def test_compare_two_entries(page, server, artifacts_dir):
     page.click("#compare-button")
     expect(page.locator("#compare-side div[role=row]")).to_have_count(12, timeout=30_000)  # "all" + 11 categories
     expect(page.locator("#compare-diff")).to_contain_text("coding")
-    expect(page.locator("#compare-note")).to_contain_text("paired bootstrap")
+    expect(page.locator("#compare-note textarea")).to_have_value(re.compile("paired bootstrap"))
     expect(page.locator("#pareto canvas, #pareto svg").first).to_be_visible()
     wait_idle(page, "pareto")
     page.screenshot(path=str(artifacts_dir / "06-compare.png"), full_page=True)
