@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from speedbench.options import option
+from speedbench.options import option, reuse
 
 # Engines the client speaks to (one adapter each) and the leaderboard accepts.
 ENGINE_NAMES = ("vllm", "sglang", "trtllm", "llamacpp", "openai")
@@ -75,7 +75,7 @@ class AssetOptions:
     lock: Path | None = option("--lock", default=None, parse=Path, metavar="FILE", show_default=False,
                                help="the lock file (default: assets.lock.json of this repository)")
     workers: int = option("--workers", default=4, parse=int, help="files downloaded at a time")
-    progress: bool = option("--no-progress", default=True, help="no progress bar")
+    no_progress: bool = reuse(SharedOptions, "no_progress", help="no progress bar")
 
 
 @dataclass(frozen=True)

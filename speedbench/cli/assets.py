@@ -43,7 +43,7 @@ def run_fetch(args: argparse.Namespace) -> int:
     try:
         entries = select(load_lock(options.lock) if options.lock else load_lock(), options.only)
         report = fetch(entries, out, only=options.only, mirror=settings.assets_mirror_url(),
-                       workers=options.workers, progress=options.progress)
+                       workers=options.workers, progress=not options.no_progress)
     except (LockError, FetchError, OSError) as error:  # OSError: the output folder (permissions, disk full)
         print(f"speedbench assets fetch: {error}", file=sys.stderr)
         return 1
@@ -63,7 +63,7 @@ def run_env(args: argparse.Namespace) -> int:
 
     options = from_args(AssetOptions, args)
     try:
-        found = locate(options.only, out=options.out, workers=options.workers, progress=options.progress,
+        found = locate(options.only, out=options.out, workers=options.workers, progress=not options.no_progress,
                        log=lambda text: print(text, file=sys.stderr, flush=True))
     except AssetsNotFound as error:
         print(f"speedbench assets env: {error}", file=sys.stderr)

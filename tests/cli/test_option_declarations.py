@@ -14,7 +14,8 @@ import pytest
 from speedbench.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
-BEFORE = json.loads((Path(__file__).parent / "data" / "cli_options_8370cb4.json").read_text())
+# Defaults under the repository (demo --plan) are stored as {ROOT}: the baseline was taken in another checkout.
+BEFORE = json.loads((Path(__file__).parent / "data" / "cli_options_8370cb4.json").read_text().replace("{ROOT}", str(ROOT)))
 
 # The help of a shared option is now one text for build and curate (before: two wordings of the
 # same flag). Written by hand from the two originals.
@@ -77,8 +78,12 @@ def now():
             os.environ["COLUMNS"] = old
 
 
+# Commands added after the baseline was taken (their own tests cover their options).
+ADDED = {"assets"}
+
+
 def test_the_same_commands(now):
-    assert sorted(now) == sorted(BEFORE)
+    assert sorted(now) == sorted(set(BEFORE) | ADDED)
 
 
 @pytest.mark.parametrize("command", sorted(BEFORE))

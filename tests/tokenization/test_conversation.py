@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from tokenizers import Tokenizer
 
@@ -154,9 +154,13 @@ def test_bytelevel_two_answers(bytelevel_folder):
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.text(alphabet="abcdefghij .,!?'\n0123", min_size=1, max_size=30), min_size=3, max_size=7))
+@example([",\n'", "\n", "b", "bg3jj", ",?0ji!2e"])
 def test_bytelevel_property_whole_conversation(bytelevel_folder, contents):
     """Any conversation: with the engine's ids equal to its answers' own encoding, the spliced prompt
-    is the whole conversation encoded at once (ChatML's '\\n' and '<|im_end|>' bound every answer)."""
+    is the whole conversation encoded at once (ChatML's '\\n' and '<|im_end|>' bound every answer).
+    An answer that itself starts with '\\n' is the exception: the template's '\\n' before it and its
+    own merge into one token ('ĊĊ') across the answer's edge, so it enters as text and is counted as
+    mismatched (docs/protocol.md); hypothesis found [',\\n', '\\n', 'b'] as such a case."""
     raw = Tokenizer.from_file(str(bytelevel_folder / "tokenizer.json"))
     tok = TargetTokenizer.from_folder(bytelevel_folder)
     if len(contents) % 2 == 0:
@@ -165,7 +169,9 @@ def test_bytelevel_property_whole_conversation(bytelevel_folder, contents):
     answers = [raw.encode(m["content"], add_special_tokens=False).ids for m in messages[1::2]]
     turn = encode_turn_exact(tok, messages, "chat", answers)
     assert turn.ids == raw.encode(_chatml(messages), add_special_tokens=False).ids
-    assert turn.spliced_answers == len(answers)
+    edge_merged = sum(m["content"].startswith("\n") for m in messages[1::2])
+    assert turn.spliced_answers + turn.mismatched_answers == len(answers)
+    assert turn.mismatched_answers <= edge_merged
 
 
 def test_template_that_rewrites_answers_is_not_spliced(bytelevel_folder, tmp_path):
