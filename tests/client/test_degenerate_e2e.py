@@ -64,3 +64,18 @@ def test_normal_draft_run_is_not_flagged_pinned(models_dir, tmp_path):
     overall = point["degenerate"]["overall"]
     assert (overall["pinned_all"] + overall["pinned_none"], overall["pin_judged"]) == (pinned, judged)
     assert not [f for f in point["flags"] if f.startswith("acceptance_pinned")], point["flags"]
+
+
+def test_pinned_flag_reaches_the_report_and_the_board(models_dir, tmp_path):
+    """The same warning in the report's flags table and as a board warning (never a refusal)."""
+    from speedbench.leaderboard.plausibility import degenerate_warnings
+    from speedbench.report.compute import compute_report
+    from speedbench.run_folder import read_run_folder
+
+    out = _serve_and_run(models_dir, tmp_path, "synthetic", draft=str(models_dir / "stories260K-draft-q4_0.gguf"),
+                         speculation="synthetic", synthetic_rates=[1.0] * K)
+    report = compute_report([read_run_folder(out)])
+    assert [row["point"] for row in report.flags if row["flag"] == "acceptance_pinned"] == ["c2"]
+    warnings = degenerate_warnings([read_run_folder(out, role="sd")])
+    assert [w["code"] for w in warnings if w["code"] == "acceptance_pinned"] == ["acceptance_pinned"]
+    assert degenerate_warnings([read_run_folder(out, role="baseline")]) == []  # only SD runs are judged
