@@ -27,12 +27,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="none | draft | synthetic | ngram | ngram-simple | ngram-map-k | "
                              "ngram-map-k4v | ngram-mod | ngram-cache (default: draft; vLLM: none | draft | ngram; "
                              "SGLang: none | ngram | draft (a chain) | draft-tree (a tree of depth K, top-2 branching))")
-    parser.add_argument("--draft-length", type=int, default=4, help="speculative tokens per step K (default 4; "
-                                                                    "SGLang draft-tree: the tree's depth)")
+    parser.add_argument("--draft-length", type=int, default=None, help="speculative tokens per step K (default 4, "
+                                                                       "or the profile's K with --synthetic-from; "
+                                                                       "SGLang draft-tree: the tree's depth)")
     parser.add_argument("--synthetic-rates", help="comma-separated unconditional acceptance per position "
                                                   "(K values, non-increasing), with --speculation synthetic")
     parser.add_argument("--synthetic-length", type=float, help="target mean acceptance length, "
                                                                "with --speculation synthetic")
+    parser.add_argument("--synthetic-from", metavar="PROFILE",
+                        help="with --speculation synthetic: replay the marginal acceptance rates of a "
+                             "speculation_profile.json ('speedbench profile'; docs/profile.md)")
+    parser.add_argument("--synthetic-category", metavar="C",
+                        help="with --synthetic-from: replay that category's rates (per_category) instead")
     parser.add_argument("--parallel", type=int, default=4, help="server slots = max concurrent requests (default 4)")
     parser.add_argument("--ctx-per-slot", type=int, default=2048, help="KV-cache tokens per slot (default 2048)")
     parser.add_argument("--threads", type=int, default=1, help="CPU threads (default 1)")
@@ -54,10 +60,12 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         rates = [float(r) for r in args.synthetic_rates.split(",")] if args.synthetic_rates else None
+        if args.synthetic_from:
+            rates = _profile_rates(args)
         config = EngineConfig(
             engine=args.engine, work_dir=args.work_dir, max_model_len=args.max_model_len,
             target=args.target, draft=args.draft, speculation=args.speculation,
-            draft_length=args.draft_length, synthetic_rates=rates, synthetic_length=args.synthetic_length,
+            draft_length=_draft_length(args, rates), synthetic_rates=rates, synthetic_length=args.synthetic_length,
             n_parallel=args.parallel, n_ctx_per_slot=args.ctx_per_slot, n_threads=args.threads, port=args.port,
         )
         config.check_files()
@@ -72,6 +80,10 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, FileNotFoundError) as error:
         print(f"speedbench serve: {error}", file=sys.stderr)
         return 2
+    if args.synthetic_from:
+        print(f"speedbench serve: replaying {args.synthetic_from}"
+              f"{f' (category {args.synthetic_category})' if args.synthetic_category else ''}: "
+              f"marginal rates {', '.join(f'{r:.4f}' for r in rates)}")
 
     def _stop_on_term(signum, frame):
         raise KeyboardInterrupt
@@ -102,3 +114,26 @@ def run(args: argparse.Namespace) -> int:
     finally:
         engine.stop()
     return 0
+
+
+def _profile_rates(args: argparse.Namespace) -> list[float]:
+    """The marginal rates of ``--synthetic-from`` (``ValueError`` naming the file and field otherwise)."""
+    from speedbench.engine.config import synthetic_rates_from
+
+    if args.speculation != "synthetic":
+        raise ValueError(f"--synthetic-from needs --speculation synthetic (got {args.speculation})")
+    if args.synthetic_rates or args.synthetic_length is not None:
+        raise ValueError("--synthetic-from replaces --synthetic-rates / --synthetic-length: give one")
+    if args.engine not in ("llamacpp", "llama.cpp"):
+        raise ValueError("--synthetic-from: only llama.cpp's synthetic mode is served here (vLLM: "
+                         "docs/profile.md shows the equivalent speculative_config)")
+    rates = synthetic_rates_from(args.synthetic_from, args.synthetic_category)
+    if args.draft_length is not None and args.draft_length != len(rates):
+        raise ValueError(f"--draft-length {args.draft_length} but {args.synthetic_from} was measured at K = {len(rates)}")
+    return rates
+
+
+def _draft_length(args: argparse.Namespace, rates: list[float] | None) -> int:
+    if args.draft_length is not None:
+        return args.draft_length
+    return len(rates) if args.synthetic_from else 4

@@ -12,10 +12,10 @@ that accepted exactly ``j`` of K drafts (over drafted steps, :mod:`speedbench.me
 - per-request mean AL (``mean_accept_length_per_request``): the mean of each request's AL, which
   weights a short request like a long one (the two differ; specdec_bench's 2.4733 vs 2.5467).
 
-Rates need every drafted step to have offered K drafts: K counts as fixed when every request
-drafted ``D = S x K`` tokens in its ``S`` drafted steps, or, where the engine never drafts past
+Rates need every drafted step to have offered K drafts: K counts as fixed unless a request
+drafted fewer than ``S x K`` tokens in its ``S`` drafted steps, or, where the engine never drafts past
 ``max_tokens`` (llama.cpp drafts ``min(K, r - 1)`` with ``r`` tokens left; its chunks are steps),
-exactly :func:`capped_draft_tokens`. Otherwise K varied (llama.cpp's ``--draft-p-min`` stops a draft
+fewer than :func:`capped_draft_tokens`. Then K varied (llama.cpp's ``--draft-p-min`` stops a draft
 early) and the per-position rates are written as null with the reason, never computed as if K
 were fixed; the mean ALs stay. The per-step definitions for a varying K are not built yet.
 """
@@ -64,15 +64,17 @@ def capped_draft_tokens(chunk_sizes, k: int, max_tokens: int) -> int:
 
 
 def k_variation(drafted_tokens, expected_tokens) -> str | None:
-    """Why K is not fixed over these requests: one drafted other than the ``expected_tokens`` a fixed K
-    gives (``S x K``, or :func:`capped_draft_tokens` where ``max_tokens`` capped the drafts); None if fixed."""
+    """Why K is not fixed over these requests: one drafted fewer than the ``expected_tokens`` a fixed K
+    gives (``S x K``, or :func:`capped_draft_tokens` where ``max_tokens`` capped the drafts); None if fixed.
+    More drafts than expected is not a varying K but records that contradict themselves (the
+    consistency rule ``stats.drafted_vs_steps`` flags them in results.json)."""
     pairs = list(zip(drafted_tokens, expected_tokens))
     if any(d is None for d, _ in pairs):
         return "the engine does not report every request's drafted tokens"
-    off = [(d, e) for d, e in pairs if e is None or d != e]
+    off = [(d, e) for d, e in pairs if e is None or d < e]
     if off:
         d, e = off[0]
-        return (f"the draft length varied: {len(off)} of {len(pairs)} request(s) drafted other than a fixed K "
+        return (f"the draft length varied: {len(off)} of {len(pairs)} request(s) drafted fewer tokens than a fixed K "
                 f"gives (e.g. {d} tokens where a fixed K drafts {e})")
     return None
 
@@ -141,4 +143,39 @@ def build_profile(overall: StepGroup, categories: dict[str, StepGroup], k: int, 
     }
 
 
-__all__ = ["SCHEMA_VERSION", "StepGroup", "build_profile", "capped_draft_tokens", "group_figures", "k_variation", "rates"]
+__all__ = ["ProfileFormatError", "SCHEMA_VERSION", "StepGroup", "build_profile", "capped_draft_tokens", "group_figures",
+           "k_variation", "rates", "replay_rates"]
+
+
+class ProfileFormatError(ValueError):
+    """A speculation profile that cannot be replayed; the message names the file and the field."""
+
+
+def replay_rates(profile: Any, where: str, category: str | None = None) -> list[float]:
+    """The marginal rates ``P(>= 1..K)`` a synthetic engine replays from a profile (``where``: its
+    file, for the messages; ``category``: that category's rates from ``per_category``). Checked:
+    schema 1.0, K floats in [0, 1], non-increasing (what llama.cpp's and vLLM's synthetic modes accept)."""
+    if not isinstance(profile, dict) or profile.get("schema_version") != SCHEMA_VERSION:
+        raise ProfileFormatError(f"{where}: not a speculation profile of schema {SCHEMA_VERSION} "
+                                 f"(schema_version: {profile.get('schema_version') if isinstance(profile, dict) else None!r})")
+    figures, field_name = profile, "marginal_accept_rates"
+    if category is not None:
+        figures = (profile.get("per_category") or {}).get(category)
+        field_name = f"per_category.{category}.marginal_accept_rates"
+        if not isinstance(figures, dict):
+            raise ProfileFormatError(f"{where}: no category {category!r} in per_category "
+                                     f"({', '.join(sorted(profile.get('per_category') or {})) or 'none'})")
+    values = figures.get("marginal_accept_rates")
+    if values is None:
+        raise ProfileFormatError(f"{where}: {field_name} is null ({figures.get('rates_unavailable_reason')})")
+    ok = isinstance(values, list) and values and all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and 0.0 <= v <= 1.0 for v in values)
+    if not ok:
+        raise ProfileFormatError(f"{where}: {field_name} must be a non-empty list of numbers in [0, 1]")
+    k = profile.get("num_speculative_tokens")
+    if k != len(values):
+        raise ProfileFormatError(f"{where}: {field_name} has {len(values)} values, num_speculative_tokens is {k!r}")
+    if any(b > a + 1e-12 for a, b in zip(values, values[1:])):
+        raise ProfileFormatError(f"{where}: {field_name} rises with position: {values}")
+    # llama.cpp's check is exact, so a rounding rise of 1e-12 must not reach it
+    return [float(min(v, min(values[:i + 1]))) for i, v in enumerate(values)]

@@ -31,6 +31,7 @@ def test_profile_fields_and_validation():
 
 def test_varied_k_gives_null_rates_with_the_reason():
     reason = k_variation([12, 10], [12, 12])
+    assert k_variation([13], [12]) is None  # more drafts than S x K: records that contradict themselves, not a varied K
     assert reason and "1 of 2" in reason and "10 tokens where a fixed K drafts 12" in reason
     figures = group_figures(StepGroup([2, 1, 1, 4], 2.9, 3.0, reason))
     assert figures["marginal_accept_rates"] is None and figures["conditional_accept_rates"] is None
