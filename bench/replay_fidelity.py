@@ -46,7 +46,7 @@ def _run(models: Path, dataset: Path, out: Path, args, categories: str | None = 
     with LocalEngine(engine_config) as engine:
         argv = ["run", "--engine", "llamacpp", "--url", engine.url, "--tokenizer", str(models), "--dataset", str(dataset),
                 "--config", "lite_qualitative", "--out", str(out), "--no-progress", "--resamples", "0",
-                "--concurrency", str(args.concurrency), "--max-tokens", str(args.max_tokens), "--draft-length", str(K),
+                "--concurrency", str(args.concurrency), "--max-tokens", str(args.max_tokens), "--draft-length", str(K), "--seed-per-prompt",
                 # stories260K's context is 512 tokens: longer prompts fail alike in every run and are left out
                 "--max-errors", "100000"]
         if categories:
