@@ -33,6 +33,14 @@ AGREEMENT_TOLERANCE = 0.02
 # Bootstrap resamples behind every 95% confidence interval (seeded, so the same records give the
 # same interval; ``--resamples``).
 NUM_RESAMPLES = 1000
+# The degenerate-speculation guard (speedbench.metrics.degenerate, docs/metrics.md): an output
+# loops when its last LOOP_WINDOW tokens repeat a pattern of period <= LOOP_MAX_PERIOD; a request
+# is pinned when it drafted in at least PIN_MIN_STEPS steps and accepted every draft or none; a
+# point (and a category) is flagged when the share of such requests exceeds DEGENERATE_SHARE.
+LOOP_WINDOW = 32
+LOOP_MAX_PERIOD = 4
+PIN_MIN_STEPS = 8
+DEGENERATE_SHARE = 0.2
 
 
 @dataclass(kw_only=True)

@@ -37,8 +37,24 @@ class SamplingOptions:
     ignore_eos: bool = option("--ignore-eos", default=False, group=REQUESTS,
                               help="generate exactly --max-tokens tokens")
     seed: int | None = option("--seed", default=0, parse=int, group=REQUESTS, help="sampling seed sent to the engine")
+    # llama.cpp's synthetic acceptance draws from the request's seed: one seed for every request
+    # replays one random stream in each (docs/profile.md), so a replay needs a seed per prompt.
+    seed_per_prompt: bool = option("--seed-per-prompt", default=False, group=REQUESTS,
+                                   help="send --seed plus a number derived from the prompt's token ids, so that "
+                                        "each prompt draws its own random stream (reproducibly)")
     top_p: float | None = option("--top-p", default=None, parse=float, group=REQUESTS,
                                  help="top-p sent to the engine (unset: not sent)")
+
+
+def request_seed(sampling: SamplingOptions, prompt_ids: list[int]) -> int | None:
+    """The seed sent with one request: ``--seed``, or with ``--seed-per-prompt`` ``--seed`` plus the
+    first 4 bytes of the sha256 of the prompt's ids, modulo 2^31 (reproducible, distinct per prompt)."""
+    if sampling.seed is None or not sampling.seed_per_prompt:
+        return sampling.seed
+    import hashlib
+
+    digest = hashlib.sha256(",".join(map(str, prompt_ids)).encode()).digest()
+    return (sampling.seed + int.from_bytes(digest[:4], "big")) % 2**31
 
 
 class StreamError(Exception):

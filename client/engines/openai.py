@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from speedbench.client.engines.base import EngineAdapter, StreamError, StreamState, usage_delta
+from speedbench.client.engines.base import EngineAdapter, StreamError, StreamState, request_seed, usage_delta
 
 
 class OpenAIAdapter(EngineAdapter):
@@ -33,7 +33,7 @@ def completion_payload(adapter: EngineAdapter, prompt_ids: list[int], **engine_f
     payload: dict[str, Any] = {"prompt": prompt_ids, "max_tokens": s.max_tokens,
                                "temperature": s.temperature, "stream": True}
     if s.seed is not None:
-        payload["seed"] = s.seed
+        payload["seed"] = request_seed(s, prompt_ids)
     if s.top_p is not None:
         payload["top_p"] = s.top_p
     payload.update(engine_fields)

@@ -41,6 +41,8 @@ def check_resume(path: Path, manifest: RunManifest) -> None:
     old_options, defaults = old.get("options") or {}, default_options()
     for key in RESUME_OPTIONS:
         was = old_options[key] if key in old_options else defaults.get(key)
+        if isinstance(was, dict) and isinstance(defaults.get(key), dict):
+            was = {**defaults[key], **was}  # a nested option added since (sampling.seed_per_prompt): its default
         if was != manifest.options.get(key):
             raise RunConfigError(f"{path}: cannot resume, option {key} differs (was "
                                  f"{was!r}, now {manifest.options.get(key)!r})")

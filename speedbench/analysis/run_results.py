@@ -15,6 +15,7 @@ from typing import Any
 
 from speedbench.analysis.consistency import check_record
 from speedbench.metrics.client_timing import client_timing
+from speedbench.metrics.degenerate import degenerate_guard
 from speedbench.metrics.acceptance.agreement import compare_sources, counter_summary
 from speedbench.metrics.acceptance.draft_length import (
     declared_draft_length,
@@ -63,6 +64,8 @@ class PointResult:
     client_timing: dict[str, Any] = field(default_factory=dict)
     # What vLLM, SGLang, llama.cpp, aiperf and specdec_bench would print for this traffic (speedbench.peers).
     peers: dict[str, Any] = field(default_factory=dict)
+    # The degenerate-speculation guard (speedbench.metrics.degenerate): pinned and looping shares.
+    degenerate: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -150,9 +153,10 @@ def _consistency(records: list[TurnRecord], draft_length: int | None,
 
 def analyse_point(point: str, records: list[TurnRecord], engine: str, counter_entry: dict | None,
                   tolerance: float, num_resamples: int, draft_length: int | None = None,
-                  draft_nodes: int | None = None) -> PointResult:
+                  draft_nodes: int | None = None, synthetic: bool = False) -> PointResult:
     """Every figure of one load point (warmup and failed requests left out of the figures);
-    ``draft_nodes``: a draft tree's nodes per verify (the server's description), None for a chain."""
+    ``draft_nodes``: a draft tree's nodes per verify (the server's description), None for a chain;
+    ``synthetic``: the engine replaced acceptance by synthetic rates (the pinned guard says so)."""
     measured = [r for r in records if not r.warmup]
     ok = [r for r in measured if r.ok]
     counters = counter_summary(engine, counter_entry, len(ok))
@@ -174,6 +178,7 @@ def analyse_point(point: str, records: list[TurnRecord], engine: str, counter_en
     first = measured[0] if measured else None
     health = client_timing(ok)
     totals = _totals(ok, measured, acc)
+    guard = degenerate_guard(ok, synthetic)
     lag_flags = ([f"client_lag: {health.num_client_lagged} of {health.num_records} request(s) reached the client in "
                   "one read or a burst faster than any engine decodes (a busy client or server frontend), left out "
                   "of the step latency, TPOT and per-user speed figures"]
@@ -191,8 +196,9 @@ def analyse_point(point: str, records: list[TurnRecord], engine: str, counter_en
         primary_acceptance_source=acc.primary_name or ("counters" if counters else None),
         acceptance=sources, agreement=agreement, latency=latency.to_dict() if latency else None,
         totals=totals,
-        flags=acc.flags + mismatch + flags + agreement_flags + consistency_flags + lag_flags + _later_turn_flags(totals),
-        consistency=consistency, client_timing=health.to_dict(), peers=peer_views(records, engine, counter_entry))
+        flags=acc.flags + mismatch + flags + agreement_flags + consistency_flags + lag_flags + _later_turn_flags(totals)
+        + guard.flags, consistency=consistency, client_timing=health.to_dict(),
+        peers=peer_views(records, engine, counter_entry), degenerate=guard.to_dict())
 
 
 def compute_results(run: str | Path | RunFolder, tolerance: float = AGREEMENT_TOLERANCE,
@@ -207,8 +213,10 @@ def compute_results(run: str | Path | RunFolder, tolerance: float = AGREEMENT_TO
     if draft_length is None:
         draft_length = declared_draft_length(options=manifest.options, engine_info=folder.engine_info,
                                              server_info=server_info)
+    synthetic = (folder.engine_info or {}).get("speculation") == "synthetic"
     points = [analyse_point(point, folder.point_records(point), manifest.engine, folder.counters.get(point),
-                            tolerance, num_resamples, draft_length, server_draft_nodes(server_info)).to_dict()
+                            tolerance, num_resamples, draft_length, server_draft_nodes(server_info),
+                            synthetic).to_dict()
               for point in folder.point_names]
     return to_jsonable({
         "format_version": RESULTS_FORMAT_VERSION,

@@ -14,7 +14,7 @@ import sys
 from speedbench import __version__
 
 # Order is the order shown in --help: the pipeline from data to leaderboard.
-SUBCOMMAND_MODULES = ["build", "curate", "fit_isl", "resolve", "serve", "run", "report", "compare", "export",
+SUBCOMMAND_MODULES = ["build", "curate", "fit_isl", "resolve", "serve", "run", "report", "profile", "compare", "export",
                       "vocab_coverage", "submit", "publish_metrics", "sweep", "demo", "assets"]
 
 

@@ -23,13 +23,19 @@ class ServeOptions:
         "none | draft | synthetic | ngram | ngram-simple | ngram-map-k | ngram-map-k4v | ngram-mod | ngram-cache "
         "(default: draft; vLLM: none | draft | ngram; SGLang: none | ngram | draft (a chain) | draft-tree (a tree "
         "of depth K, top-2 branching))"))
-    draft_length: int = reuse(SharedOptions, "draft_length", default=4, show_default=False,
-                              help="speculative tokens per step K (default 4; SGLang draft-tree: the tree's depth)")
+    draft_length: int | None = reuse(SharedOptions, "draft_length", default=None, show_default=False,
+                                     help="speculative tokens per step K (default 4, or the profile's K with "
+                                          "--synthetic-from; SGLang draft-tree: the tree's depth)")
     synthetic_rates: str | None = option("--synthetic-rates", default=None, help=(
         "comma-separated unconditional acceptance per position (K values, non-increasing), with --speculation "
         "synthetic"))
     synthetic_length: float | None = option("--synthetic-length", default=None, parse=float,
                                             help="target mean acceptance length, with --speculation synthetic")
+    synthetic_from: str | None = option("--synthetic-from", default=None, metavar="PROFILE", help=(
+        "with --speculation synthetic: replay the marginal acceptance rates of a speculation_profile.json "
+        "('speedbench profile'; docs/profile.md)"))
+    synthetic_category: str | None = option("--synthetic-category", default=None, metavar="C", help=(
+        "with --synthetic-from: replay that category's rates (per_category) instead"))
     parallel: int = option("--parallel", default=4, parse=int, help="server slots = max concurrent requests")
     ctx_per_slot: int = option("--ctx-per-slot", default=2048, parse=int, help="KV-cache tokens per slot")
     threads: int = option("--threads", default=1, parse=int, help="CPU threads")
@@ -40,6 +46,7 @@ class ServeOptions:
         "vLLM/SGLang: folder for converted models and every cache (default: a temporary folder removed at stop)"))
     max_model_len: int = option("--max-model-len", default=4096, parse=int,
                                 help="vLLM: --max-model-len; SGLang: --context-length")
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -68,10 +75,12 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         rates = [float(r) for r in args.synthetic_rates.split(",")] if args.synthetic_rates else None
+        if args.synthetic_from:
+            rates = _profile_rates(args)
         config = EngineConfig(
             engine=args.engine, work_dir=args.work_dir, max_model_len=args.max_model_len,
             target=args.target, draft=args.draft, speculation=args.speculation,
-            draft_length=args.draft_length, synthetic_rates=rates, synthetic_length=args.synthetic_length,
+            draft_length=_draft_length(args, rates), synthetic_rates=rates, synthetic_length=args.synthetic_length,
             n_parallel=args.parallel, n_ctx_per_slot=args.ctx_per_slot, n_threads=args.threads, port=args.port,
         )
         config.check_files()
@@ -86,6 +95,10 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, FileNotFoundError) as error:
         print(f"speedbench serve: {error}", file=sys.stderr)
         return 2
+    if args.synthetic_from:
+        print(f"speedbench serve: replaying {args.synthetic_from}"
+              f"{f' (category {args.synthetic_category})' if args.synthetic_category else ''}: "
+              f"marginal rates {', '.join(f'{r:.4f}' for r in rates)}")
 
     def _stop_on_term(signum, frame):
         raise KeyboardInterrupt
@@ -116,3 +129,26 @@ def run(args: argparse.Namespace) -> int:
     finally:
         engine.stop()
     return 0
+
+
+def _profile_rates(args: argparse.Namespace) -> list[float]:
+    """The marginal rates of ``--synthetic-from`` (``ValueError`` naming the file and field otherwise)."""
+    from speedbench.engine.config import synthetic_rates_from
+
+    if args.speculation != "synthetic":
+        raise ValueError(f"--synthetic-from needs --speculation synthetic (got {args.speculation})")
+    if args.synthetic_rates or args.synthetic_length is not None:
+        raise ValueError("--synthetic-from replaces --synthetic-rates / --synthetic-length: give one")
+    if args.engine not in ("llamacpp", "llama.cpp"):
+        raise ValueError("--synthetic-from: only llama.cpp's synthetic mode is served here (vLLM: "
+                         "docs/profile.md shows the equivalent speculative_config)")
+    rates = synthetic_rates_from(args.synthetic_from, args.synthetic_category)
+    if args.draft_length is not None and args.draft_length != len(rates):
+        raise ValueError(f"--draft-length {args.draft_length} but {args.synthetic_from} was measured at K = {len(rates)}")
+    return rates
+
+
+def _draft_length(args: argparse.Namespace, rates: list[float] | None) -> int:
+    if args.draft_length is not None:
+        return args.draft_length
+    return len(rates) if args.synthetic_from else 4

@@ -174,3 +174,19 @@ class EngineConfig:
         data["draft"] = str(self.draft_path) if self.draft_path else None
         data["n_ctx"] = self.total_ctx
         return data
+
+
+def synthetic_rates_from(path: str | Path, category: str | None = None) -> list[float]:
+    """The marginal rates to serve with ``speculation="synthetic"`` from a speculation profile file
+    (``speedbench profile``; :func:`speedbench.metrics.profile.replay_rates`); ``ValueError`` naming
+    the file and the field when it cannot be replayed."""
+    import json
+
+    from speedbench.metrics.profile import replay_rates
+
+    path = Path(path)
+    try:
+        profile = json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path}: not JSON ({error})") from error
+    return replay_rates(profile, str(path), category)

@@ -11,10 +11,13 @@ next to its trust status. Each is ``{"code", "message"}``:
 - ``speedup.above_al``: a measured speedup above the AL of the same load point by more than
   10% (a verification step is never cheaper than an autoregressive one);
 - ``metrics.<...>``: the metrics core's own warnings on the acceptance data (merged chunks ...);
+- ``acceptance_pinned`` / ``degenerate_output``: the degenerate-speculation guard
+  (:mod:`speedbench.metrics.degenerate`, docs/metrics.md) at one SD load point;
 - ``duplicate.tokens``: another entry measured exactly the same token streams.
 """
 from __future__ import annotations
 
+from speedbench.metrics.degenerate import degenerate_guard
 from speedbench.analysis.run_folder import RunFolder
 
 GREEDY_DIFFER_SHARE = 0.05
@@ -47,6 +50,19 @@ def greedy_warnings(runs: list[RunFolder], temperature: float) -> list[dict]:
                 out.append(_warning("greedy.outputs_differ",
                                     f"{sd.path} vs {base.path}: {differ} of {len(pairs)} greedy outputs differ "
                                     "(speculative decoding at temperature 0 should reproduce the baseline)"))
+    return out
+
+
+def degenerate_warnings(runs: list[RunFolder]) -> list[dict]:
+    """The degenerate-speculation guard (:mod:`speedbench.metrics.degenerate`) per SD run and load
+    point: pinned acceptance and looping outputs above the documented share (warnings, not refusals)."""
+    out = []
+    for run in (r for r in runs if r.role == "sd"):
+        synthetic = (run.engine_info or {}).get("speculation") == "synthetic"
+        for point, ok in run.points.items():  # successful measured records, as results.json's guard
+            for flag in degenerate_guard(ok, synthetic).flags:
+                code, _, message = flag.partition(": ")
+                out.append(_warning(code, f"{run.path} {point}: {message}"))
     return out
 
 

@@ -225,6 +225,7 @@ def compute_entry_metrics(bundle: ValidatedBundle) -> dict:
 def entry_warnings(bundle: ValidatedBundle, metrics: dict, store: LeaderboardStore | None = None) -> list[dict]:
     warnings = plausibility.greedy_warnings(bundle.runs, bundle.metadata.temperature)
     warnings += plausibility.metric_warnings(bundle.metadata, metrics)
+    warnings += plausibility.degenerate_warnings(bundle.runs)
     warnings += losslessness_warnings(metrics.get("losslessness"))
     twin = store.has_tokens(bundle.tokens_sha256) if store is not None else None
     if twin:

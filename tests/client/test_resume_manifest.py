@@ -30,6 +30,7 @@ def old_manifest(tmp_path):
     written = _manifest(options).to_dict()
     for key in NEWER_OPTIONS:
         del written["options"][key]
+    del written["options"]["sampling"]["seed_per_prompt"]  # added by issue 33, inside a nested option
     path = tmp_path / "manifest.json"
     path.write_text(json.dumps(written))
     return path, options
@@ -38,6 +39,7 @@ def old_manifest(tmp_path):
 def test_an_older_manifest_resumes_when_the_new_options_keep_their_defaults(old_manifest):
     path, options = old_manifest
     assert not set(NEWER_OPTIONS) & set(json.loads(path.read_text())["options"])
+    assert "seed_per_prompt" not in json.loads(path.read_text())["options"]["sampling"]
     check_resume(path, _manifest(options))  # no error: the older run ran with what are now the defaults
 
 
@@ -54,3 +56,11 @@ def test_an_option_the_old_run_recorded_is_still_compared(old_manifest):
     path, options = old_manifest
     with pytest.raises(RunConfigError, match=r"option limit differs \(was 8, now 9\)"):
         check_resume(path, _manifest(replace(options, limit=9)))
+
+
+def test_a_nested_option_added_since_is_compared_with_its_default(old_manifest):
+    from speedbench.client.engines.base import SamplingOptions
+
+    path, options = old_manifest
+    with pytest.raises(RunConfigError, match=r"option sampling differs"):
+        check_resume(path, _manifest(replace(options, sampling=SamplingOptions(seed_per_prompt=True))))

@@ -59,7 +59,8 @@ def test_the_manifest_records_what_it_recorded_before_the_declaration():
     options = RunOptions(engine="vllm", url="u", tokenizer="t", dataset="d", config="c", out="o", limit=3,
                          request_rates=[1.5], model="m", extra_body={"a": 1}, draft_length=2, ray="auto")
     assert options.manifest_options() == {
-        "sampling": {"max_tokens": 4096, "temperature": 0.0, "ignore_eos": False, "seed": 0, "top_p": None},
+        "sampling": {"max_tokens": 4096, "temperature": 0.0, "ignore_eos": False, "seed": 0, "top_p": None,
+                     "seed_per_prompt": False},  # seed_per_prompt: added since (issue 33)
         "limit": 3, "load_shape": "open", "points": ["r1.5"], "concurrency": [1, 2, 4, 8, 16, 32, 64, 128, 256, 512],
         "request_rates": [1.5], "arrival_seed": 0, "warmup": 0, "workers": 1, "ray": "auto", "max_errors": 20,
         "request_timeout_s": 3600.0, "read_timeout_s": 300.0, "extra_body": {"a": 1}, "model": "m",

@@ -366,6 +366,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engine", choices=ENGINES, default="vllm")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--rates", default="0.8,0.6,0.4", help="conditional acceptance per position")
+    parser.add_argument("--synthetic-from", metavar="PROFILE",
+                        help="replay a speculation profile's marginal rates (replaces --rates)")
     parser.add_argument("--ttft", type=float, default=0.0)
     parser.add_argument("--step", type=float, default=0.0)
     parser.add_argument("--output-tokens", type=int, default=None)
@@ -373,9 +375,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--draft-probability", type=float, default=1.0,
                         help="chance that a step carries a draft (n-gram speculation: below 1)")
     args = parser.parse_args(argv)
-    simulation = Simulation(conditional_rates=[float(r) for r in args.rates.split(",") if r], ttft_s=args.ttft,
-                            step_s=args.step, output_tokens=args.output_tokens, stamp_send_time=args.stamp,
-                            draft_probability=args.draft_probability)
+    timing = dict(ttft_s=args.ttft, step_s=args.step, output_tokens=args.output_tokens, stamp_send_time=args.stamp,
+                  draft_probability=args.draft_probability)
+    simulation = (Simulation.from_profile(args.synthetic_from, **timing) if args.synthetic_from else
+                  Simulation(conditional_rates=[float(r) for r in args.rates.split(",") if r], **timing))
     server = StandinServer(args.engine, simulation, args.port)
     try:
         import uvloop

@@ -64,6 +64,16 @@ class Simulation:
     def draft_length(self) -> int:
         return len(self.conditional_rates)
 
+    @classmethod
+    def from_profile(cls, path, category: str | None = None, **fields) -> "Simulation":
+        """A simulation replaying a speculation profile (``speedbench profile``): its marginal rates
+        ``P(>= i)`` as the conditional rates this stand-in draws, ``AR_i = P(>= i) / P(>= i-1)``."""
+        from speedbench.engine.config import synthetic_rates_from
+        from speedbench.metrics.acceptance.formulas import conditional_from_marginal
+
+        marginal = synthetic_rates_from(path, category)
+        return cls(conditional_rates=conditional_from_marginal(marginal).tolist(), **fields)
+
     @property
     def proposed_per_step(self) -> int:
         """Draft tokens one SGLang verify proposes: K for a chain, the node count for a tree."""
