@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -178,6 +179,7 @@ def main() -> None:
         print(f"  {a} <-> {b}")
     print_option_places(root)
     print_command_declarations(root)
+    print_layers(root)
 
 
 # The dataclasses a `speedbench run` option may be declared in, and the one workers get.
@@ -304,6 +306,63 @@ def print_command_declarations(root: Path) -> None:
           f"{sum(len(files) for files in repeated.values())} declarations")
     for flag in sorted(repeated):
         print(f"  {flag:22s} {len(repeated[flag])}  " + ", ".join(sorted(set(repeated[flag]))))
+
+
+ENGINES = ("vllm", "sglang", "trtllm", "llamacpp")
+# Math must import nothing above it (issue 31): these are above speedbench.metrics.
+ABOVE_METRICS = ("speedbench.analysis", "speedbench.run_folder", "speedbench.consistency", "speedbench.report",
+                 "speedbench.leaderboard", "speedbench.peers", "speedbench.engine", "speedbench.cli",
+                 "speedbench.client", "speedbench.sweep", "speedbench.dataset_builder")
+# Where results travel as dicts read back by string key (issue 31 counted about 300 lookups).
+RESULT_READERS = ("speedbench/report/compute.py", "speedbench/leaderboard/board.py", "sweep/views.py",
+                  "client/sweep/views.py", "speedbench/peers/ours.py")
+
+
+def engine_mentions(root: Path) -> dict[str, int]:
+    """Shipped files naming each engine outside its own modules (a file named after the engine)."""
+    counts = {}
+    for engine in ENGINES:
+        word = re.compile(rf"\b{engine}\b")
+        counts[engine] = sum(1 for p in source_files(root) if not p.name.startswith(engine)
+                             and word.search(p.read_text(encoding="utf-8")))
+    return counts
+
+
+def upward_imports(root: Path) -> list[str]:
+    """``file -> module`` for every import in speedbench/metrics of a module above it."""
+    found = []
+    for path in sorted((root / "speedbench" / "metrics").rglob("*.py")):
+        module = module_of_path(root, path)
+        for name in sorted(imported_modules(ast.parse(path.read_text(encoding="utf-8")), module,
+                                            path.name == "__init__.py")):
+            if name.startswith(ABOVE_METRICS):
+                found.append(f"{path.relative_to(root)} -> {name}")
+    return found
+
+
+def string_key_lookups(root: Path) -> dict[str, int]:
+    """``x["key"]`` and ``x.get("key")`` in the modules that read results."""
+    counts = {}
+    for rel in RESULT_READERS:
+        if (path := root / rel).exists():
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            counts[rel] = sum(1 for n in ast.walk(tree) if (
+                isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Constant) and isinstance(n.slice.value, str)
+            ) or (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "get"
+                  and n.args and isinstance(n.args[0], ast.Constant) and isinstance(n.args[0].value, str)))
+    return counts
+
+
+def print_layers(root: Path) -> None:
+    mentions = engine_mentions(root)
+    print("\nshipped files naming an engine outside its own modules: "
+          + ", ".join(f"{e} {n}" for e, n in mentions.items()))
+    up = upward_imports(root)
+    print(f"imports in speedbench/metrics of a module above it: {len(up)}")
+    for line in up:
+        print(f"  {line}")
+    keys = string_key_lookups(root)
+    print(f"string-key lookups of results: {sum(keys.values())} (" + ", ".join(f"{k} {v}" for k, v in keys.items()) + ")")
 
 
 if __name__ == "__main__":

@@ -190,6 +190,9 @@ def _env(name: str) -> str | None:
     return value or None
 
 
+MODELS_ENV = "SPEEDBENCH_MODELS"  # the local models folder (serve, the demo, the sweep plans)
+
+
 def _env_path(name: str) -> Path | None:
     value = _env(name)
     return Path(value) if value else None
@@ -213,7 +216,7 @@ def sources_dir() -> Path | None:
 
 def models_dir() -> Path | None:
     """``SPEEDBENCH_MODELS``: the folder of the local models `speedbench serve` / the demo start."""
-    return _env_path("SPEEDBENCH_MODELS")
+    return _env_path(MODELS_ENV)
 
 
 def vllm_venv_dir() -> Path | None:
@@ -224,11 +227,6 @@ def vllm_venv_dir() -> Path | None:
 def sglang_venv_dir() -> Path | None:
     """``SPEEDBENCH_SGLANG_VENV``: the virtual environment SGLang runs from (default: ``.venv-sglang``)."""
     return _env_path("SPEEDBENCH_SGLANG_VENV")
-
-
-def torch_index_url() -> str | None:
-    """``SPEEDBENCH_TORCH_INDEX``: an extra package index for torch (the engine installers)."""
-    return _env("SPEEDBENCH_TORCH_INDEX")
 
 
 def cache_dir() -> Path | None:

@@ -9,7 +9,6 @@ them again. Ctrl-C stops the server, sets the interrupted requests aside the sam
 """
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -266,8 +265,3 @@ class SweepRunner:
 
 def run_sweep(plan: Plan, out: str | Path, progress: bool = True, log: Callable[[str], None] = print) -> SweepOutcome:
     return SweepRunner(plan, Path(out), progress, log).run()
-
-
-def sweep_summary(outcome: SweepOutcome) -> dict[str, Any]:
-    return {"finished_units": outcome.finished, "failed": outcome.failed,
-            "timings": json.loads(json.dumps(outcome.timings, default=str))}

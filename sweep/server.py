@@ -21,26 +21,20 @@ import subprocess
 import sys
 import time
 import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any, Callable
 
 import psutil
 
+from speedbench.engine.lifecycle import free_port, wait_healthy  # one lifecycle with the local engines
+from speedbench.engine.lifecycle import http_get as _http_get
 from speedbench.sweep.plan import PORT, Variant, command_argv
 
-HEALTH_POLL_S = 0.25  # between health probes while the model loads
 LOG_TAIL_CHARS = 4000
 
 
 class ServerStartError(RuntimeError):
     """The server did not become healthy; the message carries the tail of its log."""
-
-
-def free_port(host: str) -> int:
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
 
 
 def log_tail(path: Path | None, chars: int = LOG_TAIL_CHARS) -> str:
@@ -49,14 +43,6 @@ def log_tail(path: Path | None, chars: int = LOG_TAIL_CHARS) -> str:
     with open(path, "rb") as handle:
         handle.seek(max(0, path.stat().st_size - chars))
         return handle.read().decode(errors="replace")
-
-
-def _http_get(url: str, timeout: float) -> tuple[int, bytes]:
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
-            return response.status, response.read()
-    except urllib.error.HTTPError as error:
-        return error.code, b""
 
 
 def metrics_text(url: str) -> str | None:
@@ -171,19 +157,10 @@ class ServerProcess:
 
     def _wait_healthy(self, deadline: float) -> None:
         url = self.url + self.variant.health
-        while True:
-            if self.process.poll() is not None:
-                raise ServerStartError(self.failure(f"exited with status {self.process.returncode} before "
-                                                    f"{self.variant.health} answered"))
-            try:
-                if _http_get(url, timeout=5)[0] == 200:
-                    return
-            except (urllib.error.URLError, OSError, ValueError):
-                pass  # not listening yet
-            if time.monotonic() > deadline:
-                raise ServerStartError(self.failure(f"{url} did not answer 200 within "
-                                                    f"{self.variant.startup_timeout_s:g} s (startup_timeout_s)"))
-            time.sleep(HEALTH_POLL_S)
+        wait_healthy(self.process, url, deadline, exited=lambda: ServerStartError(self.failure(
+            f"exited with status {self.process.returncode} before {self.variant.health} answered")),
+            timed_out=lambda: ServerStartError(self.failure(
+                f"{url} did not answer 200 within {self.variant.startup_timeout_s:g} s (startup_timeout_s)")))
 
     def failure(self, what: str) -> str:
         return (f"variant {self.variant.name!r}: server {what}\n  command: {shlex.join(self.argv)}\n"

@@ -158,7 +158,7 @@ def sweep(args, dataset: Path, fitted: Path, models: Path):
     from speedbench.sweep.report import write_sweep_report
     from speedbench.sweep.runner import run_sweep
 
-    os.environ.update({DATASET_ENV: str(dataset), FITTED_ENV: str(fitted), "SPEEDBENCH_MODELS": str(models)})
+    os.environ.update({DATASET_ENV: str(dataset), FITTED_ENV: str(fitted), settings.MODELS_ENV: str(models)})
     print(f"   speedbench sweep {args.plan} --out {args.out}   (dataset {dataset}, throughput prompts {fitted})")
     try:
         plan = load_plan(args.plan)

@@ -11,9 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from speedbench import settings
-from speedbench.settings import LOCAL_ENGINES
+from speedbench.settings import LOCAL_ENGINES, MODELS_ENV
 
-MODELS_ENV = "SPEEDBENCH_MODELS"
 DEFAULT_TARGET = "stories260K-ctx16k-f32.gguf"
 DEFAULT_DRAFT = "stories260K-ctx16k-draft-q4_0.gguf"
 # vLLM serves Hugging Face folders: the llama2.c checkpoint, converted (speedbench.engine.hf_llama).

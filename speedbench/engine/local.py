@@ -31,6 +31,7 @@ from typing import Any
 
 from speedbench import fingerprint
 from speedbench.engine.config import EngineConfig
+from speedbench.engine.lifecycle import wait_healthy
 
 _HEALTH_POLL_S = 0.05  # between health probes while the model loads
 # The vLLM/SGLang supervisor gives its process group 20 s after SIGTERM.
@@ -159,19 +160,13 @@ class LocalEngine:
             selector.close()
 
     def _wait_healthy(self, deadline: float) -> None:
-        while True:
-            if self.process.poll() is not None:
-                raise EngineStartError(self._failure("exited while loading the model"))
-            try:
-                with urllib.request.urlopen(f"{self.url}/health", timeout=2) as response:
-                    if response.status == 200 and (self.config.engine != "llamacpp"  # 200, empty body
-                                                   or json.loads(response.read()).get("status") == "ok"):
-                        return
-            except (urllib.error.URLError, ConnectionError, TimeoutError, ValueError):
-                pass  # 503 while loading, or not accepting yet
-            if time.monotonic() > deadline:
-                raise EngineStartError(self._failure("health endpoint never reported ok"))
-            time.sleep(_HEALTH_POLL_S)
+        def healthy(status: int, body: bytes) -> bool:  # vLLM/SGLang: 200 with an empty body
+            return status == 200 and (self.config.engine != "llamacpp" or json.loads(body).get("status") == "ok")
+
+        wait_healthy(self.process, f"{self.url}/health", deadline, healthy=healthy, probe_timeout_s=2,
+                     poll_s=_HEALTH_POLL_S,
+                     exited=lambda: EngineStartError(self._failure("exited while loading the model")),
+                     timed_out=lambda: EngineStartError(self._failure("health endpoint never reported ok")))
 
     def _failure(self, what: str) -> str:
         tail = ""

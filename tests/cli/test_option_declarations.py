@@ -38,7 +38,7 @@ CHANGED["demo", "--no-progress"] = "no progress bars"
 CHANGED["serve", "--draft-length"] = ("speculative tokens per step K (default 4, or the profile's K with "
                                       "--synthetic-from; SGLang draft-tree: the tree's depth)")
 DEFAULT_CHANGED = {("serve", "--draft-length"): None}
-ADDED_FLAGS = {"serve": ["--synthetic-from", "--synthetic-category"]}
+ADDED_FLAGS = {"serve": ["--synthetic-from", "--synthetic-category"], "run": ["--seed-per-prompt"]}
 
 
 def _value(v):
@@ -85,7 +85,7 @@ def now():
 
 
 # Commands added after the baseline was taken (their own tests cover their options).
-ADDED = {"assets"}
+ADDED = {"assets", "profile"}
 
 
 def test_the_same_commands(now):
