@@ -14,6 +14,7 @@ from speedbench.options import add_arguments, from_args, option
 class ProfileOptions:
     """``speedbench profile``'s options (declared once: speedbench/options.py)."""
 
+    run_dir: Path = option("run_dir", parse=Path, metavar="RUN_DIR")
     out: Path = option("--out", parse=Path, metavar="FILE", help="where to write the profile (JSON)")
     category: str | None = option("--category", default=None, metavar="C",
                                   help="profile only this category's requests (default: every request, with a "
@@ -32,7 +33,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "length varied, the per-position rates are null with the reason. 'speedbench serve --speculation "
             "synthetic --synthetic-from FILE' replays it."),
     )
-    parser.add_argument("run_dir", type=Path, metavar="RUN_DIR")
     add_arguments(parser, ProfileOptions)
     parser.set_defaults(func=run)
 
@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
 
     options = from_args(ProfileOptions, args)
     try:
-        profile = run_profile(args.run_dir, options.category)
+        profile = run_profile(options.run_dir, options.category)
     except (ProfileError, RunFolderError) as error:
         print(f"speedbench profile: {error}", file=sys.stderr)
         return 1
