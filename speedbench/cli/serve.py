@@ -71,34 +71,17 @@ def run(args: argparse.Namespace) -> int:
     import sys
     import threading
 
-    from speedbench.engine import EngineConfig, EngineStartError, LocalEngine
+    from speedbench.engine import EngineStartError, LocalEngine
 
     try:
-        rates = [float(r) for r in args.synthetic_rates.split(",")] if args.synthetic_rates else None
-        if args.synthetic_from:
-            rates = _profile_rates(args)
-        config = EngineConfig(
-            engine=args.engine, work_dir=args.work_dir, max_model_len=args.max_model_len,
-            target=args.target, draft=args.draft, speculation=args.speculation,
-            draft_length=_draft_length(args, rates), synthetic_rates=rates, synthetic_length=args.synthetic_length,
-            n_parallel=args.parallel, n_ctx_per_slot=args.ctx_per_slot, n_threads=args.threads, port=args.port,
-        )
-        config.check_files()
-        if config.engine == "vllm":
-            from speedbench.engine.vllm import vllm_python
-
-            vllm_python()  # a clear message when `make vllm` has not run
-        elif config.engine == "sglang":
-            from speedbench.engine.sglang import sglang_python
-
-            sglang_python()  # a clear message when `make sglang` has not run
+        config = _config(args)
     except (ValueError, FileNotFoundError) as error:
         print(f"speedbench serve: {error}", file=sys.stderr)
         return 2
     if args.synthetic_from:
         print(f"speedbench serve: replaying {args.synthetic_from}"
               f"{f' (category {args.synthetic_category})' if args.synthetic_category else ''}: "
-              f"marginal rates {', '.join(f'{r:.4f}' for r in rates)}")
+              f"marginal rates {', '.join(f'{r:.4f}' for r in config.synthetic_rates)}")
 
     def _stop_on_term(signum, frame):
         raise KeyboardInterrupt
@@ -129,6 +112,32 @@ def run(args: argparse.Namespace) -> int:
     finally:
         engine.stop()
     return 0
+
+
+def _config(args: argparse.Namespace):
+    """The ``EngineConfig`` the options ask for, its files checked and its venv present (``ValueError`` /
+    ``FileNotFoundError`` with the reason otherwise)."""
+    from speedbench.engine import EngineConfig
+
+    rates = [float(r) for r in args.synthetic_rates.split(",")] if args.synthetic_rates else None
+    if args.synthetic_from:
+        rates = _profile_rates(args)
+    config = EngineConfig(
+        engine=args.engine, work_dir=args.work_dir, max_model_len=args.max_model_len,
+        target=args.target, draft=args.draft, speculation=args.speculation,
+        draft_length=_draft_length(args, rates), synthetic_rates=rates, synthetic_length=args.synthetic_length,
+        n_parallel=args.parallel, n_ctx_per_slot=args.ctx_per_slot, n_threads=args.threads, port=args.port,
+    )
+    config.check_files()
+    if config.engine == "vllm":
+        from speedbench.engine.vllm import vllm_python
+
+        vllm_python()  # a clear message when `make vllm` has not run
+    elif config.engine == "sglang":
+        from speedbench.engine.sglang import sglang_python
+
+        sglang_python()  # a clear message when `make sglang` has not run
+    return config
 
 
 def _profile_rates(args: argparse.Namespace) -> list[float]:
