@@ -335,7 +335,7 @@ def upward_imports(root: Path) -> list[str]:
         module = module_of_path(root, path)
         for name in sorted(imported_modules(ast.parse(path.read_text(encoding="utf-8")), module,
                                             path.name == "__init__.py")):
-            if name.startswith(ABOVE_METRICS):
+            if any(name == above or name.startswith(above + ".") for above in ABOVE_METRICS):
                 found.append(f"{path.relative_to(root)} -> {name}")
     return found
 

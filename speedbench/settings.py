@@ -11,14 +11,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from speedbench import engines
 from speedbench.options import option, reuse
 
-# Engines the client speaks to (one adapter each) and the leaderboard accepts.
-ENGINE_NAMES = ("vllm", "sglang", "trtllm", "llamacpp", "openai")
+# Engines the client speaks to (one adapter each) and the leaderboard accepts: the registry's
+# (speedbench/engines/, one spec per engine).
+ENGINE_NAMES = engines.names()
 # Engines `speedbench serve` / LocalEngine can start on this machine.
-LOCAL_ENGINES = ("llamacpp", "vllm", "sglang")
+LOCAL_ENGINES = engines.names(local=True)
 # Engines reproduced by the stand-in servers of the tests (they need GPUs, or did).
-STANDIN_ENGINES = ("vllm", "sglang", "trtllm")
+STANDIN_ENGINES = engines.names(standin=True)
 
 # A run stops after this many failed requests (a misconfigured server should not be hammered).
 MAX_ERRORS = 20

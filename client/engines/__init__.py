@@ -4,21 +4,16 @@
 """
 from __future__ import annotations
 
-from speedbench import settings
+from importlib import import_module
+
+from speedbench import engines, settings
 from speedbench.client.engines.base import EngineAdapter, SamplingOptions, StreamError, StreamState
 
 
 def get_adapter(name: str) -> type[EngineAdapter]:
-    from speedbench.client.engines.llamacpp import LlamaCppAdapter
-    from speedbench.client.engines.openai import OpenAIAdapter
-    from speedbench.client.engines.sglang import SGLangAdapter
-    from speedbench.client.engines.trtllm import TrtLlmAdapter
-    from speedbench.client.engines.vllm import VllmAdapter
-
-    adapters = {a.name: a for a in (VllmAdapter, SGLangAdapter, TrtLlmAdapter, LlamaCppAdapter, OpenAIAdapter)}
-    if name not in adapters:
-        raise ValueError(f"unknown engine {name!r}; expected one of {', '.join(sorted(adapters))}")
-    return adapters[name]
+    """The adapter class the engine's spec names (``speedbench.engines``; ValueError for an unknown name)."""
+    module, _, cls = engines.get(name).adapter.partition(":")
+    return getattr(import_module(module), cls)
 
 
 ENGINE_NAMES = settings.ENGINE_NAMES  # defined once, in speedbench.settings

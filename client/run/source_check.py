@@ -2,16 +2,17 @@
 
 Counters are checked at the start, from the first scrape; the engine's per-request statistics
 after the first phase (warmup or the first load point), from its records, since only a response
-shows them. The flags per engine are ``speedbench.metrics.acceptance.counter_sources.SOURCE_FLAGS``.
+shows them. The flags per engine are in its spec (``speedbench/engines/<name>.py``).
 """
 from __future__ import annotations
 
-from speedbench.metrics.acceptance.counter_sources import SOURCE_FLAGS, counter_acceptance
+from speedbench import engines
+from speedbench.metrics.acceptance.counter_sources import counter_acceptance
 
 
 def counter_warnings(engine: str, metrics_path: str | None, snapshot) -> list[str]:
     """Why the ``counters`` source will be missing (empty when it is there or the engine has none)."""
-    flags = SOURCE_FLAGS.get(engine)
+    flags = _source_flags(engine)
     if flags is None or metrics_path is None:
         return []
     if snapshot is None:
@@ -25,7 +26,7 @@ def counter_warnings(engine: str, metrics_path: str | None, snapshot) -> list[st
 
 def request_stats_warnings(engine: str, records) -> list[str]:
     """Why the ``engine`` source is missing from these records (empty when every one has exact stats)."""
-    flags = SOURCE_FLAGS.get(engine)
+    flags = _source_flags(engine)
     ok = [r for r in records if r.ok]
     if flags is None or not ok:
         return []
@@ -34,3 +35,9 @@ def request_stats_warnings(engine: str, records) -> list[str]:
         return []
     return [f"{len(ok) - len(exact)} of {len(ok)} responses carry no exact per-request speculative statistics: "
             f"acceptance falls back to chunks (if the server speculates, it needs: {flags['engine']})"]
+
+
+def _source_flags(engine: str) -> dict[str, str] | None:
+    """The server flag each acceptance source of ``engine`` needs (its spec), None for an unknown engine."""
+    spec = engines.REGISTRY.get(engine)
+    return dict(spec.source_flags) if spec is not None and spec.source_flags else None

@@ -52,6 +52,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from speedbench import engines
 from speedbench.metrics.client_timing import MAX_CLIENT_LAGGED_SHARE, MAX_USER_TPS, client_lagged
 from speedbench.metrics.acceptance.steps import record_steps
 
@@ -171,7 +172,7 @@ def _chunks(r, k: int, b: PhysicalBounds, v: list[Violation]) -> None:
             return
         steps = record_steps(r)
         chunk_steps = sum(1 for t in tokens[1:] if t > 0)
-        if r.engine_stats is not None and str(r.engine_stats.source).startswith("llamacpp"):
+        if r.engine_stats is not None and _spec_says(r.engine_stats.source, "chunks_are_engine_steps"):
             # llama.cpp's events carry their step (timings_per_token): one chunk is one step, never merged
             v.append(Violation("chunks.step_size", key, f"chunk_tokens[{big}]",
                                f"{tokens[big]} tokens in one llama.cpp step; at most K + 1 = {k + 1}"))
@@ -183,6 +184,12 @@ def _chunks(r, k: int, b: PhysicalBounds, v: list[Violation]) -> None:
             v.append(Violation("chunks.step_size", key, f"chunk_tokens[{big}]",
                                f"{tokens[big]} tokens in one chunk, and the engine counted one decode step per "
                                f"chunk ({steps.decode_steps}), so in one step; at most K + 1 = {k + 1}"))
+
+
+def _spec_says(source: str | None, rule: str) -> bool:
+    """Whether the engine whose statistics carry ``source`` has the spec property ``rule``."""
+    spec = engines.of_source(source)
+    return spec is not None and getattr(spec, rule)
 
 
 def _get(stats, name: str):
@@ -211,9 +218,9 @@ def _stats(r, k: int, v: list[Violation], nodes: int | None = None) -> None:
         return  # a rounded proxy (TensorRT-LLM's average) is not held to the identities
     drafted_steps = _get(s, "drafted_steps")
     decode_steps = _get(s, "decode_steps")
-    if drafted_steps is None and decode_steps is None and not str(s.source).startswith("llamacpp"):
+    if drafted_steps is None and decode_steps is None and not _spec_says(s.source, "verify_steps_are_decode_steps"):
         drafted_steps = s.verify_steps  # format-1 records: verify_steps are drafted steps
-    if decode_steps is None and str(s.source).startswith("llamacpp"):
+    if decode_steps is None and _spec_says(s.source, "verify_steps_are_decode_steps"):
         decode_steps = s.verify_steps
     if hist:
         if drafted_steps is not None and sum(hist) != drafted_steps:

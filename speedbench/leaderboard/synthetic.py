@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from speedbench import engines
 from speedbench.fingerprint import dataset_fingerprint
 from speedbench.records import MANIFEST_NAME, RECORDS_NAME, RESULTS_NAME, EngineSpecStats, RunManifest, TurnRecord
 from speedbench.schema import (
@@ -96,9 +97,10 @@ def _simulate_steps(rng: np.random.Generator, engine: SimulatedEngine, category:
     return chunks
 
 
-# the statistics source each engine's adapter writes (speedbench.client.engines)
-STATS_SOURCE = {"vllm": "vllm.metrics", "sglang": "sglang.meta_info", "trtllm": "trtllm.perf_metrics",
-                "llamacpp": "llamacpp.timings"}
+def _stats_source(engine: str) -> str:
+    """The statistics source the engine's adapter writes (its spec, speedbench/engines/)."""
+    spec = engines.REGISTRY.get(engine)
+    return spec.stats_source if spec is not None and spec.stats_source else f"{engine}.metrics"
 
 
 def _engine_stats(engine: SimulatedEngine, chunks: list[int]) -> EngineSpecStats | None:
@@ -109,7 +111,7 @@ def _engine_stats(engine: SimulatedEngine, chunks: list[int]) -> EngineSpecStats
     histogram = [0] * (engine.draft_length + 1)
     for size in steps:
         histogram[size - 1] += 1
-    return EngineSpecStats(source=STATS_SOURCE.get(engine.engine, f"{engine.engine}.metrics"), verify_steps=len(steps), accepted_tokens=sum(s - 1 for s in steps),
+    return EngineSpecStats(source=_stats_source(engine.engine), verify_steps=len(steps), accepted_tokens=sum(s - 1 for s in steps),
                            draft_tokens=engine.draft_length * len(steps), acceptance_histogram=histogram,
                            draft_length=engine.draft_length)
 

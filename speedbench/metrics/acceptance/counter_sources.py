@@ -18,6 +18,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from speedbench import engines
+from speedbench.engines.spec import CounterNames
+
 
 @dataclass
 class CounterAcceptance:
@@ -39,54 +42,18 @@ class CounterAcceptance:
     generation_tokens: float | None = None
 
 
-@dataclass(frozen=True)
-class CounterNames:
-    source: str
-    marker: str  # present in the delta when the engine exposes speculative counters
-    drafts: str | None = None
-    draft_tokens: str | None = None
-    accepted_tokens: str | None = None
-    verify_steps: str | None = None
-    generation_tokens: str | None = None
-    per_position: bool = False
-
-
-COUNTER_NAMES: dict[str, CounterNames] = {
-    "vllm": CounterNames("vllm.prometheus", "vllm:spec_decode_num_drafts_total",
-                         drafts="vllm:spec_decode_num_drafts_total",
-                         draft_tokens="vllm:spec_decode_num_draft_tokens_total",
-                         accepted_tokens="vllm:spec_decode_num_accepted_tokens_total",
-                         generation_tokens="vllm:generation_tokens_total", per_position=True),
-    "llamacpp": CounterNames("llamacpp.prometheus", "llamacpp:spec_decode_num_drafts_total",
-                             drafts="llamacpp:spec_decode_num_drafts_total",
-                             draft_tokens="llamacpp:spec_decode_num_draft_tokens_total",
-                             accepted_tokens="llamacpp:spec_decode_num_accepted_tokens_total",
-                             generation_tokens="llamacpp:tokens_predicted_total", per_position=True),
-    "sglang": CounterNames("sglang.prometheus", "sglang:spec_verify_calls_total",
-                           verify_steps="sglang:spec_verify_calls_total",
-                           generation_tokens="sglang:generation_tokens_total"),
-    "trtllm": CounterNames("trtllm.prometheus", "trtllm_spec_decode_num_draft_tokens_total",
-                           draft_tokens="trtllm_spec_decode_num_draft_tokens_total",
-                           accepted_tokens="trtllm_spec_decode_num_accepted_tokens_total"),
-}
-
-# The server flag each engine's acceptance sources need (warned about by ``speedbench run``).
-SOURCE_FLAGS: dict[str, dict[str, str]] = {
-    "vllm": {"engine": "vllm serve --per-request-spec-decode-metrics summary",
-             "counters": "vllm serve (Prometheus /metrics is on by default)"},
-    "sglang": {"engine": "speculative decoding on (meta_info spec_* fields)",
-               "counters": "python -m sglang.launch_server --enable-metrics"},
-    "trtllm": {"engine": "return_perf_metrics: true and perf_metrics_max_requests in the server config",
-               "counters": "return_perf_metrics: true and enable_iter_perf_stats: true in the server config"},
-    "llamacpp": {"engine": "speculation on (-md / --spec-type); timings_per_token is sent by the client",
-                 "counters": "llama-server --metrics"},
-}
+# Each engine's counters and the server flag each of its acceptance sources needs (warned about by
+# ``speedbench run``) are part of its spec (speedbench/engines/<name>.py).
+COUNTER_NAMES: dict[str, CounterNames] = {n: s.counters for n, s in engines.REGISTRY.items() if s.counters}
+SOURCE_FLAGS: dict[str, dict[str, str]] = {n: dict(s.source_flags) for n, s in engines.REGISTRY.items()
+                                           if s.source_flags}
 
 
 def counter_acceptance(engine: str, delta: dict[str, float],
                        per_position: dict[int, float] | None = None) -> CounterAcceptance | None:
     """The engine's counter deltas as a :class:`CounterAcceptance` (None: no speculative counters)."""
-    names = COUNTER_NAMES.get(engine)
+    spec = engines.REGISTRY.get(engine)
+    names = spec.counters if spec is not None else None
     if names is None or names.marker not in delta:
         return None
 

@@ -34,6 +34,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from speedbench import engines
+
 # The names used in results, the report and the board for the two figures.
 AL_DRAFTED = "acceptance_length_drafted"  # 1 + accepted / drafted steps
 TOKENS_PER_DECODE_STEP = "tokens_per_decode_step"  # (output tokens - 1) / decode steps
@@ -107,6 +109,11 @@ def _without_placeholder(stats, k: int | None) -> tuple[int | None, int | None, 
     return (None if drafted_steps is None else max(0, drafted_steps - 1)), drafted_tokens, histogram
 
 
+def _verify_steps_are_decode_steps(source: str | None) -> bool:
+    spec = engines.of_source(source)
+    return spec is not None and spec.verify_steps_are_decode_steps
+
+
 def record_steps(record) -> StepCounts | None:
     """The engine's per-request counts of a ``TurnRecord`` (None without exact statistics).
 
@@ -130,7 +137,7 @@ def record_steps(record) -> StepCounts | None:
                           placeholder_steps=1)
     drafted_steps = stats.drafted_steps
     if drafted_steps is None and stats.decode_steps is None and stats.verify_steps is not None:
-        if not str(stats.source).startswith("llamacpp"):
+        if not _verify_steps_are_decode_steps(stats.source):
             drafted_steps = stats.verify_steps
     if drafted_steps is None and stats.acceptance_histogram:
         drafted_steps = int(sum(stats.acceptance_histogram))

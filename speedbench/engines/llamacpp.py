@@ -1,0 +1,18 @@
+"""llama.cpp (``llama-server``): per-step ``timings`` on every streamed event, counters with ``--metrics``.
+
+Its ``verify_steps`` are decode steps (``n_draft_verif_steps`` is not sent per request) and each
+event says which step it is, so a chunk is one step, never a merge of several."""
+from speedbench.engines.spec import CounterNames, EngineSpec
+
+SPEC = EngineSpec(
+    name="llamacpp", label="llama.cpp", adapter="speedbench.client.engines.llamacpp:LlamaCppAdapter",
+    stats_source="llamacpp.timings",
+    counters=CounterNames("llamacpp.prometheus", "llamacpp:spec_decode_num_drafts_total",
+                          drafts="llamacpp:spec_decode_num_drafts_total",
+                          draft_tokens="llamacpp:spec_decode_num_draft_tokens_total",
+                          accepted_tokens="llamacpp:spec_decode_num_accepted_tokens_total",
+                          generation_tokens="llamacpp:tokens_predicted_total", per_position=True),
+    source_flags={"engine": "speculation on (-md / --spec-type); timings_per_token is sent by the client",
+                  "counters": "llama-server --metrics"},
+    verify_steps_are_decode_steps=True, chunks_are_engine_steps=True, local=True,
+)

@@ -1,0 +1,51 @@
+"""What an engine is, as data: its name, the request adapter the client uses, the statistics and
+counters it reports and how to read them, whether this machine can serve it.
+
+One spec per engine, one module each (``speedbench/engines/<name>.py``), found through the
+registry in ``speedbench.engines``. Rules that depend on the engine are properties here, never a
+test of its name elsewhere. Standard library only: the core's lowest layer (beside settings).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class CounterNames:
+    """An engine's Prometheus counters for speculative decoding (``speedbench.metrics.acceptance.counter_sources``)."""
+
+    source: str
+    marker: str  # present in the delta when the engine exposes speculative counters
+    drafts: str | None = None
+    draft_tokens: str | None = None
+    accepted_tokens: str | None = None
+    verify_steps: str | None = None
+    generation_tokens: str | None = None
+    per_position: bool = False
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    """One engine.
+
+    name: the ``--engine`` name, also the prefix of its statistics' ``source`` (``"vllm.metrics"``);
+    adapter: ``"module:Class"`` of its request adapter (resolved by the client only, so the core
+    never imports the client); stats_source: the ``source`` its per-request statistics carry;
+    counters: its Prometheus counter names (None: it exposes none we read); source_flags: the server
+    flag each acceptance source needs ("engine", "counters"), which ``speedbench run`` warns about;
+    verify_steps_are_decode_steps: its statistics' ``verify_steps`` count every decode step (not
+    only the drafted ones); chunks_are_engine_steps: its stream says which step each chunk is, so
+    a chunk is one step, never merged; local: ``speedbench serve`` can start it on this machine;
+    standin: the tests reproduce it with a stand-in server.
+    """
+
+    name: str
+    label: str
+    adapter: str
+    stats_source: str | None = None
+    counters: CounterNames | None = None
+    source_flags: dict[str, str] = field(default_factory=dict)
+    verify_steps_are_decode_steps: bool = False
+    chunks_are_engine_steps: bool = False
+    local: bool = False
+    standin: bool = False

@@ -1,0 +1,14 @@
+"""vLLM: per-request statistics with ``--per-request-spec-decode-metrics``, Prometheus counters by default."""
+from speedbench.engines.spec import CounterNames, EngineSpec
+
+SPEC = EngineSpec(
+    name="vllm", label="vLLM", adapter="speedbench.client.engines.vllm:VllmAdapter", stats_source="vllm.metrics",
+    counters=CounterNames("vllm.prometheus", "vllm:spec_decode_num_drafts_total",
+                          drafts="vllm:spec_decode_num_drafts_total",
+                          draft_tokens="vllm:spec_decode_num_draft_tokens_total",
+                          accepted_tokens="vllm:spec_decode_num_accepted_tokens_total",
+                          generation_tokens="vllm:generation_tokens_total", per_position=True),
+    source_flags={"engine": "vllm serve --per-request-spec-decode-metrics summary",
+                  "counters": "vllm serve (Prometheus /metrics is on by default)"},
+    local=True, standin=True,
+)
