@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import sys
-import threading
 import warnings
 from pathlib import Path
 
@@ -25,72 +24,32 @@ import gradio as gr  # noqa: E402
 from sbspace import about, compare, populate, submission  # noqa: E402
 from sbspace.envs import Settings, hub_client_with_timeouts  # noqa: E402
 from sbspace.guard import RequestGuard, UploadSweeper  # noqa: E402
-from speedbench.leaderboard.admission import Admission, reservation  # noqa: E402
-from speedbench.leaderboard.canonical import DIGEST_VERSION  # noqa: E402
+from speedbench.leaderboard.admission import Admission  # noqa: E402
 from speedbench.leaderboard.known_builds import KnownBuilds  # noqa: E402
 from speedbench.leaderboard.mirror import HubMirror  # noqa: E402
-from speedbench.leaderboard.quota import UploadQuota  # noqa: E402
+from speedbench.leaderboard.services import BoardServices, start_services  # noqa: E402
 from speedbench.leaderboard.store import LeaderboardStore  # noqa: E402
-from speedbench.leaderboard.sync import MirrorSync  # noqa: E402
-from speedbench.leaderboard.validate import STORED_LIMITS, backfill_digests, restore_bundle  # noqa: E402
 
 log = logging.getLogger("speedbench.space")
 
-# Gradio keeps every file sent to /gradio_api/upload until the app stops; one never named by a
-# submission (or still waiting after this long) is deleted by Gradio's own sweep, so abandoned
-# uploads cannot fill the Space's disk: (every, older than) seconds.
+# Gradio's own sweep of the files it registered: (every, older than) seconds. It never sees an upload
+# dropped mid-body or orphaned by a crash; sbspace/guard.py's UploadSweeper removes those.
 UPLOAD_SWEEP_S = (1800, 7200)
 
 warnings.filterwarnings("ignore", message=".*Pandas4Warning.*")
 warnings.filterwarnings("ignore", category=FutureWarning, module="gradio")
 
 
-class _Services:
-    """What the callbacks share: the store, known builds, the one admission control, the Hub sync."""
-
-    def __init__(self, store: LeaderboardStore, known_builds: KnownBuilds, admission: Admission,
-                 sync: MirrorSync | None):
-        self.store, self.known_builds, self.admission, self.sync = store, known_builds, admission, sync
-        self.quota = None  # set by _prepare (the per-submitter upload quota)
-
-    def mirror_note(self) -> str:
-        return self.sync.status().text() if self.sync is not None else ""
-
-    def note_box(self) -> gr.Textbox:
-        text = self.mirror_note()
-        return gr.Textbox(value=text, visible=bool(text))
-
-
 def _prepare(settings: Settings, store: LeaderboardStore | None, known_builds: KnownBuilds | None,
-             mirror: HubMirror | None) -> _Services:
-    """The store (unreadable entries quarantined), known builds, admission control, and the Hub sync
-    started in the background: restoring what the store lacks and pushing the outbox never delays
-    the page, and a missing, refusing or hanging Hub only shows as a note above the board."""
-    store = store or LeaderboardStore(settings.db_path)
-    known_builds = known_builds if known_builds is not None else KnownBuilds.load(settings.known_builds)
-    admission = Admission(settings.budget)
-    for entry_id, reason in store.quarantine_unreadable():
-        log.warning("quarantined stored entry %s: %s", entry_id, reason)  # off the board, kept for a maintainer
-    if mirror is None and settings.mirror_repo:
-        mirror = HubMirror(settings.mirror_repo)
-    sync = None
-    if mirror is not None:
-        def restore(entry_id, document, archive):
-            need, _ = reservation(archive, STORED_LIMITS)
-            with admission.slot(need):
-                return restore_bundle(entry_id, document, archive, store, known_builds)
+             mirror: HubMirror | None) -> BoardServices:
+    """The board's services, started by the core (speedbench.leaderboard.services) from the Space's settings."""
+    return start_services(settings.db_path, settings.known_builds, settings.budget, settings.mirror_repo,
+                          settings.uploads_per_hour, store=store, known_builds=known_builds, mirror=mirror)
 
-        sync = MirrorSync(store, mirror, restore).start()
-    if store.missing_digests(DIGEST_VERSION):  # entries stored under an older duplicate digest
-        def backfill():
-            with admission.slot(0):
-                for line in backfill_digests(store, known_builds):
-                    log.warning("digest backfill: %s", ascii(line))
 
-        threading.Thread(target=backfill, name="speedbench-digests", daemon=True).start()
-    services = _Services(store, known_builds, admission, sync)
-    services.quota = UploadQuota(settings.uploads_per_hour)
-    return services
+def _note_box(services: BoardServices) -> gr.Textbox:
+    text = services.mirror_note()
+    return gr.Textbox(value=text, visible=bool(text))
 
 
 def _board_functions(store: LeaderboardStore):
@@ -184,7 +143,7 @@ def _compare_tab(store: LeaderboardStore, admission: Admission) -> list:
     return [picked]
 
 
-def _submit_tab(settings: Settings, services: _Services, browse: _Browse, followers: list, table,
+def _submit_tab(settings: Settings, services: BoardServices, browse: _Browse, followers: list, table,
                 refresh_choices, note) -> None:
     """The Submit tab and the hidden ``submit_bundle`` endpoint; a submission refreshes the board
     and every dropdown in ``browse.filters + followers``."""
@@ -210,7 +169,7 @@ def _submit_tab(settings: Settings, services: _Services, browse: _Browse, follow
             outcome = handle(path, request)
             control_values = (search, engines, methods, families, isl, sort_by, descending, show_ci)
             return (outcome.text(), outcome.to_dict(), table(*control_values), *refresh_choices(),
-                    services.note_box())
+                    _note_box(services))
 
         submit_button.click(
             on_submit, [upload, *browse.controls],
@@ -256,7 +215,7 @@ def build_app(settings: Settings | None = None, store: LeaderboardStore | None =
             _submit_tab(settings, services, browse, followers, table, refresh_choices, note)
             _about_tab(settings)
 
-        demo.load(lambda *values: (table(*values), *refresh_choices(), services.note_box()), browse.controls,
+        demo.load(lambda *values: (table(*values), *refresh_choices(), _note_box(services)), browse.controls,
                   [browse.board_table, *browse.filters, *followers, note], api_visibility="private")
     demo.store = store  # for tests and for closing
     demo.admission, demo.sync = services.admission, services.sync
