@@ -23,9 +23,11 @@ def _make_demo(clone: Path, env: dict) -> subprocess.CompletedProcess:
 
 def test_make_demo_finds_or_fetches_its_assets_without_shared(sources_dir, tmp_path):
     shared = sources_dir.parent
-    clone = tmp_path / "clone"  # make reads only the Makefile; ../shared of it is tmp_path/shared: absent
-    clone.mkdir()
+    clone = tmp_path / "clone"  # a real clone; its ../shared is tmp_path/shared: absent
+    subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", str(REPO_ROOT), str(clone)], check=True)
+    # the working tree's Makefile over the clone's, so an uncommitted edit is what gets tested
     shutil.copy(REPO_ROOT / "Makefile", clone / "Makefile")
+    assert not (clone.parent / "shared").exists() and (clone / "examples" / "sweep" / "local.toml").is_file()
     cache = tmp_path / "cache"
     entries = load_lock()
     demo = select(entries, "demo")
