@@ -127,7 +127,13 @@ async def _stream_once(session, adapter, body, timeout, state, chunk_ns, chunk_t
                 text = (await response.text(errors="replace"))[:300]
                 raise StreamError(_status_kind(response.status), f"HTTP {response.status}: {text}")
             content = response.content
-            done = await _read_events(content, adapter, state, chunk_ns, chunk_tokens)
+            try:
+                done = await _read_events(content, adapter, state, chunk_ns, chunk_tokens, timeout.sock_read)
+            except asyncio.TimeoutError:
+                framing = _framing_error(response)
+                if framing is not None:
+                    raise framing from None
+                raise
             if done and not content.at_eof():
                 # Read the (empty) rest of the body so the connection goes back to the pool
                 # instead of being closed: a new TCP connect per request would queue at the server.
@@ -149,16 +155,44 @@ async def _stream_once(session, adapter, body, timeout, state, chunk_ns, chunk_t
     return error_kind, error, got_response
 
 
-async def _read_events(content, adapter, state: StreamState, chunk_ns: list[int], chunk_tokens: list[int]) -> bool:
+def _framing_error(response) -> StreamError | None:
+    """The HTTP framing error aiohttp's parser holds but never handed to the body's reader, if any.
+
+    aiohttp (3.14) stops a response body silently when a chunk header after the first read is
+    broken (a chunk size that is not hexadecimal): the parser keeps the error on the connection's
+    protocol, the body's reader waits forever, and its own ``sock_read`` timer is gone with it
+    (tests/faults: broken chunked framing). The read watchdog of ``_read_events`` ends the wait;
+    this names the cause."""
+    protocol = getattr(response.connection, "protocol", None)
+    error = protocol.exception() if protocol is not None and hasattr(protocol, "exception") else None
+    if not isinstance(error, aiohttp.http_exceptions.HttpProcessingError):  # a timeout is one too: not framing
+        return None
+    return StreamError("malformed", f"broken HTTP framing: {str(error)[:300]}")
+
+
+async def _read_events(content, adapter, state: StreamState, chunk_ns: list[int], chunk_tokens: list[int],
+                       read_timeout_s: float | None = None) -> bool:
     """Read the SSE body to ``[DONE]`` (True) or its end (False), filling the chunk lists.
 
     One await per network read (``readany``: whatever has arrived), not per line: every complete
     line in it is stamped with the time the read returned, before any of them is decoded; an
     unfinished last line waits for the next read (at the end of the body it is read as it is).
+    A watchdog of our own raises ``asyncio.TimeoutError`` after ``read_timeout_s`` without a read,
+    whatever aiohttp's timer does (``_framing_error``); it is moved at each read, no task per read.
     """
+    loop = asyncio.get_running_loop()
+    async with asyncio.timeout(None) as watchdog:
+        return await _read_lines(content, adapter, state, chunk_ns, chunk_tokens,
+                                 (lambda: watchdog.reschedule(loop.time() + read_timeout_s)) if read_timeout_s
+                                 else (lambda: None))
+
+
+async def _read_lines(content, adapter, state: StreamState, chunk_ns: list[int], chunk_tokens: list[int],
+                      rearm) -> bool:
     pending = b""
     last_key: list[Any] = [None]
     while True:
+        rearm()
         data = await content.readany()
         now = time.perf_counter_ns()
         if not data:  # end of the body
