@@ -39,7 +39,8 @@ CHANGED["serve", "--draft-length"] = ("speculative tokens per step K (default 4,
                                       "--synthetic-from; SGLang draft-tree: the tree's depth)")
 DEFAULT_CHANGED = {("serve", "--draft-length"): None}
 ADDED_FLAGS = {"serve": ["--synthetic-from", "--synthetic-category"],
-               "run": ["--seed-per-prompt", "--retry-errors", "--retry-kinds"]}  # issue 30: --retry-*
+               "run": ["--seed-per-prompt", "--retry-errors", "--retry-kinds"],  # issue 30: --retry-*
+               "sweep": ["--retry-errors"]}
 
 
 def _value(v):

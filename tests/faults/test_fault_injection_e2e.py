@@ -213,3 +213,34 @@ def test_server_killed_and_restarted_mid_run(clean, models_dir, dataset, tmp_pat
     finally:
         server.close()
     _check_complete(out, reference, al, 3)
+
+
+def test_sweep_whose_server_dies_mid_run_completes_with_retry_errors(clean, models_dir, dataset, tmp_path):
+    """`speedbench sweep` against a server (a url variant behind the proxy) killed and restarted in
+    the middle of a run: the run ends with the failures recorded; `speedbench sweep --retry-errors`
+    reruns them in the finished run, which then equals the clean run."""
+    from speedbench.cli import main
+
+    reference, al = clean
+    server = Server(models_dir)
+    try:
+        with FaultProxy(server.url, {3: Fault("kill"), 5: Fault("restart")}, on_kill=server.kill,
+                        on_restart=server.restart) as proxy:
+            plan = tmp_path / "plan.toml"
+            plan.write_text(f'tokenizer = "{models_dir}"\ndataset = "{dataset}"\n[run]\nmax_errors = 1000\n'
+                            f'[[workload]]\nconfig = "tiny"\nconcurrency = [1]\nmax_tokens = 48\n'
+                            f'[[variant]]\nname = "sd"\nengine = "llamacpp"\nmethod = "draft"\nk = 3\n'
+                            f'url = "{proxy.url}"\n')
+            out = tmp_path / "sweep"
+            sweep = ["sweep", str(plan), "--out", str(out), "--no-progress", "--resamples", "20", "--no-report"]
+            assert main(sweep) == 0
+            run = next((out / "runs").iterdir())
+            assert _kinds(_check_successes(run, reference)) == {"connection": 1, "skipped_after_error": 2}
+            sent = len(proxy.seen)
+            assert main(sweep) == 0  # a plain resume: the run is finished
+            assert len(proxy.seen) == sent
+            assert main(sweep + ["--retry-errors"]) == 0
+            assert len(proxy.seen) == sent + 3
+    finally:
+        server.close()
+    _check_complete(run, reference, al, 3)
