@@ -145,3 +145,18 @@ def test_counter_disagreement_names_the_lost_streams():
     assert "never received" in explained[0]
     assert explained[1] == flags[1]  # not a counter comparison
     assert explain_lost_streams(flags, failed[2:]) == flags  # a refused request generated nothing
+
+
+def test_report_and_summary_show_coverage(tmp_path):
+    from speedbench.client.recording.summary import format_summary
+    from speedbench.report.coverage_table import coverage_rows
+
+    records = [_record("a", kind="connection"), _record("b"), _record("c", category="math"),
+               replace(_record("a"), supersedes=1), _record("d", category="math", kind="timeout")]
+    results = compute_results(_folder(tmp_path, records, planned={"qa": 2, "math": 2}), num_resamples=20,
+                              draft_length=3)
+    point = results["points"][0]
+    rows = coverage_rows({"run/c1": point}, {"run": "SD"})
+    assert [(r["category"], r["planned"], r["measured"], r["failed"], r["below"], r["superseded"]) for r in rows] == [
+        ("all", 4, 3, 1, True, 1), ("math", 2, 1, 1, True, None), ("qa", 2, 2, 0, False, None)]
+    assert "coverage 75.0% (retried 1)" in format_summary(results)

@@ -163,6 +163,9 @@ def test_fault_then_retry_errors_completes_the_run(case, clean, server, dataset,
         assert {i for i, kind in proxy.seen if kind} == set(plan)  # every planned fault was met
         first = _check_successes(out, reference)
         assert _kinds(first) == kinds
+        if case == "reset_before_any_byte":  # the in-run retry: it never reached the server, sent again at once
+            row0 = next(r for r in first if r["question_id"] == ROWS[0].question_id)
+            assert row0["error"] is None and row0["attempts"] == 2
         failed = sum(kinds.values())
         if failed:
             point = json.loads((out / "results.json").read_text())["points"][0]
