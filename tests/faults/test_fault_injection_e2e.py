@@ -170,6 +170,11 @@ def test_fault_then_retry_errors_completes_the_run(case, clean, server, dataset,
         if failed:
             point = json.loads((out / "results.json").read_text())["points"][0]
             assert point["coverage"]["measured"] == len(TURNS) - failed
+            counters = [f for f in point["flags"] if f.startswith("disagreement") and "from counters" in f]
+            assert all("the counters include the tokens the server generated" in f for f in counters)
+            if case.startswith("stall"):  # the server finished both stalled streams, which the client lost
+                assert counters and all("1 request(s) failed mid-stream after 2 token(s) had arrived and 1 failed "
+                                        "before their first token" in f for f in counters)
         proxy.set_plan({})
         retry = ("--retry-errors", "--retry-kinds", "connection,timeout,malformed") \
             if case.startswith(("garbage", "broken")) else ("--retry-errors",)
