@@ -138,6 +138,8 @@ class TurnRecord:
     finish_reason: as the engine reported it (``"length"``, ``"stop"``, ...), None on error.
     error / error_kind: why it failed (``"timeout"``, ``"http_429"``, ``"http_5xx"``,
     ``"connection"``, ``"malformed"``, ``"cancelled"``), None when it succeeded.
+    supersedes: a ``--retry-errors`` rerun's record replaces the ``supersedes`` failed records of the
+    same ``record_key`` before it in the file (append-only history; readers keep each key's last).
     """
 
     record_key: str
@@ -184,6 +186,10 @@ class TurnRecord:
     prompt_answers_as_text: int | None = None
     prompt_answers_mismatched: int | None = None
     format_version: int = RECORD_FORMAT_VERSION
+    # How many earlier records of this record_key this one supersedes: 0 in a first pass; n when a
+    # resume with --retry-errors ran the request-turn again after n failed records of it (they stay
+    # in the file as history; every reader drops them, speedbench.analysis.supersession).
+    supersedes: int = 0
 
     @property
     def ok(self) -> bool:

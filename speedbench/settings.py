@@ -28,6 +28,19 @@ MAX_ERRORS = 20
 REQUEST_TIMEOUT_S = 3600.0
 # Seconds without a byte from the server before a request is given up (a stalled stream).
 READ_TIMEOUT_S = 300.0
+# Why a request failed (TurnRecord.error_kind, client/execution/stream.py). A turn after a failed
+# turn of its conversation is recorded as SKIPPED_AFTER_ERROR.
+ERROR_KINDS = ("connection", "timeout", "http_429", "http_5xx", "http_4xx", "malformed", "engine_error",
+               "cancelled")
+SKIPPED_AFTER_ERROR = "skipped_after_error"
+# The failures a resume with --retry-errors runs again by default (--retry-kinds): the network or a
+# busy server, not the request. A prompt over the context (http_4xx), an engine's error object and
+# a stream that does not parse are permanent until asked for (docs/client.md, "Retrying errors").
+TRANSIENT_ERROR_KINDS = ("connection", "timeout", "http_429", "http_5xx", "cancelled")
+# Coverage (speedbench.metrics.coverage): a load point's category is flagged in results.json and
+# the report, and a bundle refused by the board (rule coverage.categories), when fewer than this
+# share of its planned request-turns (the board: of its prompts) were measured.
+MIN_CATEGORY_COVERAGE = 0.95
 
 # Relative difference between two acceptance sources' acceptance length above which results, the
 # report and the board flag the disagreement (``speedbench run/report --tolerance``).

@@ -93,8 +93,10 @@ def write_engine_json(unit: Unit, server_info: dict[str, Any]) -> None:
 
 
 class SweepRunner:
-    def __init__(self, plan: Plan, out: Path, progress: bool = True, log: Callable[[str], None] = print):
+    def __init__(self, plan: Plan, out: Path, progress: bool = True, log: Callable[[str], None] = print,
+                 retry_errors: bool = False):
         self.plan, self.out, self.log = plan, Path(out), log
+        self.retry_errors = retry_errors  # finished units with retryable failed records run again
         self.units = plan_units(plan, self.out)
         self.show_progress = progress
         self.outcome = SweepOutcome(out=self.out, units=self.units)
@@ -108,7 +110,8 @@ class SweepRunner:
         state.add("invocation", plan=str(self.plan.path), plan_sha256=self.plan.sha256)
         options = {u.unit_id: u.options(self.plan, "") for u in self.units}
         hashes = {u.unit_id: unit_sha256(self.plan, u) for u in self.units}
-        pending = [u for u in self.units if not state.unit_done(u.unit_id, hashes[u.unit_id], u.run_dir)]
+        pending = [u for u in self.units if not state.unit_done(u.unit_id, hashes[u.unit_id], u.run_dir)
+                   or (self.retry_errors and retryable(u.run_dir, options[u.unit_id].retry_kinds))]
         total = sum(len(o.points()) for o in options.values())
         todo_points = sum(len(options[u.unit_id].points()) for u in pending)
         self.progress = SweepProgress(total, total - todo_points, self.show_progress)
@@ -191,6 +194,7 @@ class SweepRunner:
 
         options = unit.options(self.plan, server.url)
         options.progress = self.show_progress
+        options.retry_errors = options.retry_errors or self.retry_errors
         unit.run_dir.mkdir(parents=True, exist_ok=True)
         write_engine_json(unit, info)
         state.add("unit_started", unit=unit.unit_id, inputs=unit_inputs(self.plan, unit))
@@ -263,5 +267,15 @@ class SweepRunner:
             (folder / f"attempt-{attempt}.metrics-{when}.prom").write_text(text, encoding="utf-8")
 
 
-def run_sweep(plan: Plan, out: str | Path, progress: bool = True, log: Callable[[str], None] = print) -> SweepOutcome:
-    return SweepRunner(plan, Path(out), progress, log).run()
+def retryable(run_dir: Path, kinds) -> bool:
+    """Whether a run folder holds request-turns that ``--retry-errors`` would run again."""
+    from speedbench.client.recording.writer import load_existing
+    from speedbench.client.run.retry import retry_keys
+
+    path = run_dir / "records.jsonl"
+    return path.exists() and bool(retry_keys(load_existing(path), kinds))
+
+
+def run_sweep(plan: Plan, out: str | Path, progress: bool = True, log: Callable[[str], None] = print,
+              retry_errors: bool = False) -> SweepOutcome:
+    return SweepRunner(plan, Path(out), progress, log, retry_errors).run()

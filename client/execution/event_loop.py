@@ -72,7 +72,8 @@ def _base_fields(ctx: _PhaseContext, conversation: Conversation, turn_index: int
         requested_concurrency=phase.requested_concurrency, request_rate=phase.request_rate,
         question_id=conversation.question_id, category=conversation.category,
         sub_category=conversation.sub_category, turn_index=turn_index,
-        num_turns=len(conversation.turns), warmup=phase.warmup, worker=ctx.worker)
+        num_turns=len(conversation.turns), warmup=phase.warmup, worker=ctx.worker,
+        supersedes=phase.supersedes.get(key, 0))
 
 
 def _turn_record(ctx: _PhaseContext, conversation: Conversation, turn_index: int, key: str, prompt_ids: list[int],

@@ -73,6 +73,8 @@ class PhaseSpec:
     arrival_offsets_ns: list[int] | None = None  # open loop: one per conversation, in order
     done: dict[str, str | None] = field(default_factory=dict)  # record_key -> output text (None: failed)
     done_ids: dict[str, list[int]] = field(default_factory=dict)  # record_key -> the engine's output ids
+    # record_key -> records of it already in the file: a --retry-errors rerun writes it in ``supersedes``
+    supersedes: dict[str, int] = field(default_factory=dict)
 
 
 def record_key(run_point: str, question_id: str, turn_index: int, warmup: bool = False) -> str:

@@ -127,7 +127,13 @@ async def _stream_once(session, adapter, body, timeout, state, chunk_ns, chunk_t
                 text = (await response.text(errors="replace"))[:300]
                 raise StreamError(_status_kind(response.status), f"HTTP {response.status}: {text}")
             content = response.content
-            done = await _read_events(content, adapter, state, chunk_ns, chunk_tokens)
+            try:
+                done = await _read_events(content, adapter, state, chunk_ns, chunk_tokens, timeout.sock_read)
+            except asyncio.TimeoutError:
+                framing = _framing_error(response)
+                if framing is not None:
+                    raise framing from None
+                raise
             if done and not content.at_eof():
                 # Read the (empty) rest of the body so the connection goes back to the pool
                 # instead of being closed: a new TCP connect per request would queue at the server.
@@ -149,18 +155,65 @@ async def _stream_once(session, adapter, body, timeout, state, chunk_ns, chunk_t
     return error_kind, error, got_response
 
 
-async def _read_events(content, adapter, state: StreamState, chunk_ns: list[int], chunk_tokens: list[int]) -> bool:
+def _framing_error(response) -> StreamError | None:
+    """The HTTP framing error aiohttp's parser holds but never handed to the body's reader, if any.
+
+    aiohttp (3.14) stops a response body silently when a chunk header after the first read is
+    broken (a chunk size that is not hexadecimal): the parser keeps the error on the connection's
+    protocol, the body's reader waits forever, and its own ``sock_read`` timer is gone with it
+    (tests/faults: broken chunked framing). The read watchdog of ``_read_events`` ends the wait;
+    this names the cause."""
+    protocol = getattr(response.connection, "protocol", None)
+    error = protocol.exception() if protocol is not None and hasattr(protocol, "exception") else None
+    if not isinstance(error, aiohttp.http_exceptions.HttpProcessingError):  # a timeout is one too: not framing
+        return None
+    return StreamError("malformed", f"broken HTTP framing: {str(error)[:300]}")
+
+
+async def _read_events(content, adapter, state: StreamState, chunk_ns: list[int], chunk_tokens: list[int],
+                       read_timeout_s: float | None = None) -> bool:
     """Read the SSE body to ``[DONE]`` (True) or its end (False), filling the chunk lists.
 
     One await per network read (``readany``: whatever has arrived), not per line: every complete
     line in it is stamped with the time the read returned, before any of them is decoded; an
     unfinished last line waits for the next read (at the end of the body it is read as it is).
+    A watchdog of our own raises ``asyncio.TimeoutError`` after ``read_timeout_s`` without a read,
+    whatever aiohttp's timer does (``_framing_error``). It costs a read nothing but the stamp it
+    already takes: one timer per request looks at the last read's stamp and re-arms itself for the
+    rest of the interval (a timer moved at every read cost 5-11 us a read on this machine).
     """
+    last = [time.perf_counter_ns()]
+    if not read_timeout_s:
+        return await _read_lines(content, adapter, state, chunk_ns, chunk_tokens, last)
+    loop, task = asyncio.get_running_loop(), asyncio.current_task()
+    limit_ns, fired = int(read_timeout_s * 1e9), []
+
+    def check() -> None:
+        idle = time.perf_counter_ns() - last[0]
+        if idle >= limit_ns:
+            fired.append(idle)
+            task.cancel()
+        else:
+            timer[0] = loop.call_later((limit_ns - idle) / 1e9, check)
+
+    timer = [loop.call_later(read_timeout_s, check)]
+    try:
+        return await _read_lines(content, adapter, state, chunk_ns, chunk_tokens, last)
+    except asyncio.CancelledError:
+        if fired and task.uncancel() == 0:  # ours, not a cancellation from outside (Ctrl-C)
+            raise asyncio.TimeoutError() from None
+        raise
+    finally:
+        timer[0].cancel()
+
+
+async def _read_lines(content, adapter, state: StreamState, chunk_ns: list[int], chunk_tokens: list[int],
+                      last: list[int]) -> bool:
     pending = b""
     last_key: list[Any] = [None]
     while True:
         data = await content.readany()
-        now = time.perf_counter_ns()
+        now = last[0] = time.perf_counter_ns()
         if not data:  # end of the body
             return bool(pending) and _handle_lines(pending.splitlines(), now, adapter, state, chunk_ns,
                                                    chunk_tokens, last_key)

@@ -17,6 +17,13 @@ def _num(value, fmt: str = "{:.2f}") -> str:
     return "-" if value is None else fmt.format(value)
 
 
+def _coverage_text(point: dict) -> str:
+    """`` coverage 92.0% (retried 3)``: measured share of the planned request-turns, superseded records."""
+    share = (point.get("coverage") or {}).get("share")
+    text = "" if share is None else f" coverage {100 * share:.1f}%"
+    return text + (f" (retried {point['num_superseded']})" if point.get("num_superseded") else "")
+
+
 def format_summary(results: dict) -> str:
     lines = [f"engine {results.get('engine')} | model {results.get('model_id')} | "
              f"{results.get('engine_version')} | config {results.get('dataset_config')}"]
@@ -33,7 +40,7 @@ def format_summary(results: dict) -> str:
         lines.append(
             f"[{point['run_point']}] {load}, achieved {_num(point.get('achieved_concurrency'))} | "
             f"output TPS {_num(latency.get('output_tps'), '{:.1f}')} | requests {point['num_requests']} "
-            f"errors {point['num_errors']} | AL source: {source or 'none'}")
+            f"errors {point['num_errors']}{_coverage_text(point)} | AL source: {source or 'none'}")
         lines.append(header)
         rows = [("all", acceptance, latency)]
         for category in sorted((latency.get("per_category") or {})):

@@ -9,8 +9,10 @@ skipped, so a run killed at any moment and restarted ends with every record exac
 from __future__ import annotations
 
 import os
+from collections import Counter
 from pathlib import Path
 
+from speedbench.analysis.supersession import SupersessionError, split_superseded
 from speedbench.records import RECORDS_NAME, TurnRecord, read_records
 
 import orjson  # a pinned dependency
@@ -93,11 +95,20 @@ def repair_tail(path: str | Path) -> int:
 
 
 def load_existing(path: str | Path) -> dict[str, TurnRecord]:
-    """Records already in ``path`` by key (after repairing a torn tail); duplicates are an error."""
+    """The live record of each key already in ``path`` (after repairing a torn tail): a failed record
+    a ``--retry-errors`` rerun superseded is history (``speedbench.analysis.supersession``); any other
+    repeated key is an error."""
+    return load_history(path)[0]
+
+
+def load_history(path: str | Path) -> tuple[dict[str, TurnRecord], dict[str, int]]:
+    """``(live record by key, records of each key in the file)``; the second is what a rerun of a key
+    writes in its ``supersedes``."""
     repair_tail(path)
-    existing: dict[str, TurnRecord] = {}
-    for record in read_records(path):
-        if record.record_key in existing:
-            raise ValueError(f"{path}: record {record.record_key!r} appears twice")
-        existing[record.record_key] = record
-    return existing
+    try:
+        live, superseded = split_superseded(read_records(path))
+    except SupersessionError as error:
+        raise ValueError(f"{path}: {error}") from None
+    counts = Counter(r.record_key for r in superseded)
+    existing = {r.record_key: r for r in live}
+    return existing, {key: counts[key] + 1 for key in existing}

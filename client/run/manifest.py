@@ -31,6 +31,15 @@ def default_options() -> dict:
     return RunOptions(engine="", url="", tokenizer="", dataset="", config="", out="").manifest_options()
 
 
+def planned_turns(conversations) -> dict[str, int]:
+    """Request-turns each load point plans, per category (what coverage divides by,
+    ``speedbench.metrics.coverage``)."""
+    planned: dict[str, int] = {}
+    for conversation in conversations:
+        planned[conversation.category] = planned.get(conversation.category, 0) + len(conversation.turns)
+    return dict(sorted(planned.items()))
+
+
 def check_resume(path: Path, manifest: RunManifest) -> None:
     """Raise ``RunConfigError`` naming the first field or option that differs from ``path``'s."""
     old = json.loads(path.read_text())
@@ -61,7 +70,8 @@ def write_manifest(options: RunOptions, description: dict, conversations, tokeni
         tokenizer_sha256=tokenizer.sha256, chat_template=tokenizer.has_chat_template,
         prompt_mode=options.prompt_mode, client_version=client_version(),
         # what the subset options took (rows per category, partial) and the Hub model --tokenizer named
-        options={**options.manifest_options(), "selection": selection, "tokenizer_source": tokenizer.source},
+        options={**options.manifest_options(), "selection": selection, "tokenizer_source": tokenizer.source,
+                 "planned_turns": planned_turns(conversations)},
         python_version=platform.python_version(), created_unix_s=time.time(),
         dataset_source=hub_source(options.dataset))
     manifest_path = Path(options.out) / MANIFEST_NAME

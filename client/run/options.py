@@ -20,7 +20,7 @@ from speedbench.client.engines.base import REQUESTS
 from speedbench.client.execution.phase import TARGET, ClientSettings, RequestOptions
 from speedbench.options import names, option, positive_floats, positive_ints, reuse
 from speedbench.records import RECORDS_NAME
-from speedbench.settings import AnalysisOptions, SharedOptions
+from speedbench.settings import ERROR_KINDS, TRANSIENT_ERROR_KINDS, AnalysisOptions, SharedOptions
 
 DEFAULT_CONCURRENCY = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 # The manifest's identity fields: a resume needs the same engine, server, dataset config and tokenizer.
@@ -34,6 +34,15 @@ HELP_ORDER = (TARGET, REQUESTS, DATASET, LOAD, ANALYSIS, OUTPUT)
 
 class RunConfigError(ValueError):
     pass
+
+
+def error_kinds(text: str) -> list[str]:
+    """``"connection,http_5xx"`` -> the kinds; each one of ``ERROR_KINDS``."""
+    kinds = names(text)
+    unknown = [k for k in kinds if k not in ERROR_KINDS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown error kind(s) {', '.join(unknown)}; known: {', '.join(ERROR_KINDS)}")
+    return kinds
 
 
 @dataclass(kw_only=True)
@@ -81,6 +90,14 @@ class RunOptions(RequestOptions, AnalysisOptions):
     # K for chunk-based acceptance when the engine does not say
     draft_length: int | None = reuse(SharedOptions, "draft_length", recorded=True, group=ANALYSIS,
                                      help="K, for chunk-based acceptance when the engine does not report it")
+    # a resume runs the request-turns whose last record failed transiently again (client/run/retry.py)
+    retry_errors: bool = option("--retry-errors", default=False, group=LOAD, help=(
+        "on a resumed run, run again the request-turns whose last record failed with a --retry-kinds kind, "
+        "with the later turns of their conversations; the failed records stay in records.jsonl, superseded "
+        "(docs/client.md)"))
+    retry_kinds: list[str] = option("--retry-kinds", default_factory=lambda: list(TRANSIENT_ERROR_KINDS),
+                                    parse=error_kinds, group=LOAD, metavar="KINDS", help=(
+        f"the error kinds --retry-errors reruns, comma-separated, of {', '.join(ERROR_KINDS)}"))
     out: str = option("--out", group=OUTPUT, help="run folder (created; resumed when it exists)")
     progress: bool = reuse(SharedOptions, "no_progress", default=True, group=OUTPUT, help="no progress bar")
 

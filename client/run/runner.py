@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from speedbench.client.data.workload import (
@@ -31,11 +31,12 @@ from speedbench.client.execution.executor import Executor, make_executor
 from speedbench.client.execution.phase import ClientSettings, PhaseSpec, record_key
 from speedbench.client.execution.processes import LocalExecutor, done_maps, run_event_loop
 from speedbench.client.load.shapes import poisson_offsets_ns
-from speedbench.client.recording.writer import load_existing
+from speedbench.client.recording.writer import load_history
 from speedbench.client.run.counters import describe_and_scrape
 from speedbench.client.run.manifest import write_manifest
 from speedbench.client.run.options import RunConfigError, RunOptions
 from speedbench.client.run.perf_metrics import attach_request_stats
+from speedbench.client.run.retry import forget, retry_keys
 from speedbench.client.run.source_check import counter_warnings, request_stats_warnings
 from speedbench.analysis.run_results import compute_results
 from speedbench.records import COUNTERS_NAME, RESULTS_NAME, read_records
@@ -52,6 +53,7 @@ class _Run:
     done: dict
     done_ids: dict
     baseline: bool  # told there is no speculation (--draft-length 0): no acceptance source to miss
+    supersedes: dict = field(default_factory=dict)  # --retry-errors: key -> records of it already written
 
 
 def execute_run(options: RunOptions, log=print) -> dict:
@@ -60,9 +62,11 @@ def execute_run(options: RunOptions, log=print) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     run = _prepare(options, log)
     options = run.options
-    existing = load_existing(run.settings.records_path)
+    existing, history = load_history(run.settings.records_path)
     run.done, run.done_ids = done_maps(existing)
-    progress = _progress_bar(options, run.conversations, existing)
+    if options.retry_errors:
+        run.supersedes = _retry(run, existing, history, log)
+    progress = _progress_bar(options, run.conversations, existing, len(run.supersedes))
     executor = make_executor(options.workers, options.ray, options.tokenizer, options.out, log)
     try:
         _sweep(run, executor, progress, log)
@@ -117,14 +121,25 @@ def _sweep(run: _Run, executor: Executor, progress, log) -> None:
                 log(f"warning: {warning}")
 
 
-def _progress_bar(options: RunOptions, conversations, existing: dict):
+def _retry(run: _Run, existing: dict, history: dict, log) -> dict[str, int]:
+    """--retry-errors: the request-turns to measure again (client/run/retry.py), dropped from the done
+    maps; returns what each rerun writes in ``supersedes`` (the records of its key so far)."""
+    keys = retry_keys(existing, run.options.retry_kinds)
+    forget(run.done, run.done_ids, keys)
+    if keys:
+        log(f"--retry-errors: running {len(keys)} failed request-turn(s) again "
+            f"({', '.join(run.options.retry_kinds)} and the turns they blocked)")
+    return {key: history[key] for key in keys}
+
+
+def _progress_bar(options: RunOptions, conversations, existing: dict, rerun: int = 0):
     if not options.progress:
         return None
     from tqdm import tqdm
 
     total_turns = sum(len(c.turns) for c in conversations)
     return tqdm(total=total_turns * len(options.points()), unit="req", desc="speedbench run",
-                initial=sum(1 for r in existing.values() if not r.warmup), leave=False)
+                initial=sum(1 for r in existing.values() if not r.warmup) - rerun, leave=False)
 
 
 def _run_warmup(run: _Run, point: str, concurrency, rate) -> None:
@@ -153,7 +168,7 @@ def _measure_point(run: _Run, executor: Executor, point: str, concurrency, rate,
             if any(record_key(point, c.question_id, t) not in run.done for t in range(len(c.turns)))]
     offsets = poisson_offsets_ns(len(todo), rate, options.arrival_seed) if rate else None
     phase = PhaseSpec(point, options.load_shape, concurrency, rate, False, 0, slots=concurrency or 1,
-                      arrival_offsets_ns=offsets, done=run.done, done_ids=run.done_ids)
+                      arrival_offsets_ns=offsets, done=run.done, done_ids=run.done_ids, supersedes=run.supersedes)
     log_start = time.time()
     reran = 0  # conversations rerun after a worker was lost: the counters saw their lost attempts too
     try:

@@ -36,6 +36,7 @@ from speedbench.records import (
     TurnRecord,
     jsonl_lines,
 )
+from speedbench.analysis.supersession import SupersessionError, split_superseded
 from speedbench.schema import isl_bucket
 
 ENGINE_NAME = "engine.json"  # what `speedbench serve` / `demo` said about the engine they started
@@ -62,7 +63,9 @@ class RunFolder:
     """One run folder as read. ``records`` are the figures' input: measured, successful request-turns.
 
     path: the folder (on disk, or a bundle member prefix such as ``runs/sd``);
-    all_records: every line of ``records.jsonl`` in file order, warmup and failed ones included;
+    all_records: every live line of ``records.jsonl`` in file order, warmup and failed ones included;
+    superseded: the failed records a ``--retry-errors`` rerun replaced (:mod:`speedbench.analysis.supersession`):
+    history, in no figure;
     counters: the ``counters.jsonl`` entry of each load point (:func:`counter_points`);
     results / engine_info: ``results.json`` (for reference: readers recompute) / ``engine.json``;
     role: the board's "sd" / "baseline" (None in a local folder: inferred, see ``speculation``);
@@ -81,6 +84,7 @@ class RunFolder:
     given_draft_length: int | None = None
     run_id: str = ""
     label: str = ""
+    superseded: list[TurnRecord] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.path = str(self.path)
@@ -282,12 +286,16 @@ def read_run_folder(path: str | Path, files: Mapping[str, Any] | None = None, ru
     raw = files[name[RECORDS_NAME]]
     records = [rules.record(data, f"{name[RECORDS_NAME]} line {number}")
                for number, data in rules.lines(raw, name[RECORDS_NAME])]
+    try:
+        records, superseded = split_superseded(records)
+    except SupersessionError as error:
+        raise rules.error(str(error), rule="record.supersedes", where=name[RECORDS_NAME], field="supersedes") from None
     counters = counter_points(rules.lines(files[name[COUNTERS_NAME]], name[COUNTERS_NAME])) \
         if name[COUNTERS_NAME] in files else {}
     engine_info = rules.json(files[name[ENGINE_NAME]], name[ENGINE_NAME]) if name[ENGINE_NAME] in files else None
     return RunFolder(path=path, manifest=manifest, all_records=records, counters=counters, results=results,
                      engine_info=engine_info, records_sha256=rules.digest(raw), role=role,
-                     given_draft_length=draft_length)
+                     given_draft_length=draft_length, superseded=superseded)
 
 
 __all__ = ["ENGINE_NAME", "ReadRules", "RunFolder", "RunFolderError", "counter_points", "point_sort_key",

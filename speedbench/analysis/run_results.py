@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from speedbench.analysis.consistency import check_record
+from speedbench.analysis.run_coverage import coverage_fields, run_plan
 from speedbench.metrics.client_timing import client_timing
 from speedbench.metrics.degenerate import degenerate_guard
-from speedbench.metrics.acceptance.agreement import compare_sources, counter_summary
+from speedbench.metrics.acceptance.agreement import compare_sources, counter_summary, explain_lost_streams
 from speedbench.metrics.acceptance.draft_length import (
     declared_draft_length,
     reported_draft_length,
@@ -170,6 +171,7 @@ def analyse_point(point: str, records: list[TurnRecord], engine: str, counter_en
                 if draft_length and engine_k and draft_length != engine_k else [])
     sources, flags = _sources(acc, counters)
     agreement, agreement_flags = compare_sources(acc, counters, ok, tolerance)
+    agreement_flags = explain_lost_streams(agreement_flags, [r for r in measured if not r.ok])
     timing = point_latency(ok, point)
     latency, slot_occupancy = timing.summary, timing.achieved_concurrency_full_request
     consistency, consistency_flags = _consistency(ok, acc.draft_length if draft_length is None else draft_length,
@@ -218,6 +220,7 @@ def compute_results(run: str | Path | RunFolder, tolerance: float = AGREEMENT_TO
                             tolerance, num_resamples, draft_length, server_draft_nodes(server_info),
                             synthetic).to_dict()
               for point in folder.point_names]
+    _add_coverage(folder, points)
     return to_jsonable({
         "format_version": RESULTS_FORMAT_VERSION,
         "engine": manifest.engine, "model_id": manifest.model_id,
@@ -226,6 +229,15 @@ def compute_results(run: str | Path | RunFolder, tolerance: float = AGREEMENT_TO
         # the subset a run took of its config (client/data/selection.py); partial: not every row
         "selection": (manifest.options or {}).get("selection"),
     })
+
+
+def _add_coverage(folder: RunFolder, points: list[dict]) -> None:
+    """Each point's coverage and superseded records (speedbench.analysis.run_coverage), its flags appended."""
+    planned = run_plan(folder)
+    for point in points:
+        extra = coverage_fields(folder, point["run_point"], planned)
+        point["flags"] = list(point["flags"]) + extra.pop("flags")
+        point.update(extra)
 
 
 __all__ = ["PointResult", "RESULTS_FORMAT_VERSION", "analyse_point", "compute_results"]

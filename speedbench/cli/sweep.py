@@ -21,6 +21,9 @@ class SweepOptions:
     out: Path = option("--out", parse=Path, help="sweep folder (created; resumed when it exists)")
     check: bool = option("--check", default=False, help="check the plan and list the runs it would make; start nothing")
     no_report: bool = option("--no-report", default=False, help="measure only; write no report")
+    retry_errors: bool = option("--retry-errors", default=False, help=(
+        "also run again, in finished runs, the request-turns whose last record failed with a kind the plan's "
+        "retry_kinds names (default: transient ones), as `speedbench run --retry-errors` does"))
     num_resamples: int = reuse(AnalysisOptions, "num_resamples")  # as run and report
     no_progress: bool = reuse(SharedOptions, "no_progress")
 
@@ -80,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, _stop_on_term)
     runner = SweepRunner(plan, args.out, progress=not args.no_progress,
-                         log=lambda text: print(text, file=sys.stderr, flush=True))
+                         log=lambda text: print(text, file=sys.stderr, flush=True), retry_errors=args.retry_errors)
     try:
         outcome = runner.run()
     except PlanError as error:

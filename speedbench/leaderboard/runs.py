@@ -27,6 +27,7 @@ from speedbench.leaderboard.strict_json import iter_jsonl, loads_strict
 from speedbench.metrics.acceptance.draft_length import server_draft_nodes
 from speedbench.records import RECORDS_NAME, RunManifest, TurnRecord
 from speedbench.analysis.run_folder import ReadRules, RunFolder, read_run_folder
+from speedbench.analysis.supersession import SupersessionTracker
 
 
 @dataclass(frozen=True)
@@ -153,7 +154,8 @@ class BundleRules(ReadRules):
                  on_manifest: Callable[[RunManifest, str], None] | None = None):
         self.k, self.limits, self.caps, self.bounds, self.on_record = draft_length, limits, caps, bounds, on_record
         self.on_manifest = on_manifest
-        self.seen: set[str] = set()
+        self.seen = SupersessionTracker()  # record keys so far; a key repeats only as a --retry-errors rerun
+        self.num_records = 0
         self.points: set[str] = set()
         self.draft_nodes: int | None = None  # set from the manifest, read before the records
 
@@ -195,13 +197,17 @@ class BundleRules(ReadRules):
 
     def record(self, data, where: str) -> TurnRecord:
         check_record_types(data, where)
-        if len(self.seen) >= self.caps.max_records:
+        if self.num_records >= self.caps.max_records:
             raise BundleRejected(f"more than {self.caps.max_records} records in one run", rule="caps.records_per_run",
                                  where=where)
-        if data["record_key"] in self.seen:
-            raise BundleRejected(f"record_key {shown(data['record_key'])} appears twice", rule="record.duplicate_key",
-                                 where=where, field="record_key")
-        self.seen.add(data["record_key"])
+        self.num_records += 1
+        supersedes = data.get("supersedes", 0)
+        if not _is_int(supersedes) or supersedes < 0:
+            _reject(f"must be a non-negative integer, got {shown(supersedes, 40)}", where, "supersedes")
+        if self.seen.problem(data["record_key"], supersedes, data.get("error") is None):
+            raise BundleRejected(f"record_key {shown(data['record_key'])} appears twice (only a failed record may be "
+                                 "superseded, by a rerun that counts the records before it in supersedes)",
+                                 rule="record.duplicate_key", where=where, field="record_key")
         try:
             record = TurnRecord.from_dict(data)
         except TypeError as exc:

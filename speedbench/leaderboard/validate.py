@@ -30,7 +30,13 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from speedbench.analysis.consistency import check_acceptance_plausible, check_client_lag, check_coverage
+from speedbench.analysis.consistency import (
+    check_acceptance_plausible,
+    check_category_coverage,
+    check_client_lag,
+    check_coverage,
+)
+from speedbench.analysis.supersession import SupersessionTracker
 from speedbench.leaderboard import canonical, plausibility
 from speedbench.leaderboard.isl import check_isl
 from speedbench.leaderboard.load_points import check_achieved
@@ -126,7 +132,7 @@ class _StreamChecks:
     def __init__(self, path: str, metadata: SubmissionMetadata | None, known_builds: KnownBuilds | None):
         self.path, self.metadata, self.known_builds = path, metadata, known_builds
         self.build = self.config = None
-        self.seen: set[tuple[str, str, int]] = set()
+        self.seen = SupersessionTracker()  # (point, question, turn): again only as a --retry-errors rerun
 
     def manifest(self, manifest, where: str) -> None:
         if self.metadata is not None and manifest.engine.lower() != self.metadata.engine:
@@ -140,10 +146,9 @@ class _StreamChecks:
         if record.warmup:
             return
         key = (record.run_point, record.question_id, record.turn_index)
-        if key in self.seen:
+        if self.seen.problem(key, record.supersedes, record.ok):
             raise BundleRejected(f"load point {shown(key[0])} answers question {shown(key[1])} turn {key[2]} twice",
                                  rule="record.duplicate_request", where=where, field="question_id")
-        self.seen.add(key)
         if not record.ok:
             return
         if self.config is not None:
@@ -158,7 +163,8 @@ class _StreamChecks:
 def _check_run(data: RunFolder, metadata: SubmissionMetadata, known_builds: KnownBuilds) -> None:
     """The checks of step 4 that need a whole run (its manifest and records were checked as they streamed in)."""
     _, config = known_builds.config_of(data.path, data.manifest.dataset_config_sha256, data.dataset_config)
-    checks = [check_coverage(data.measured, len(config.questions)),
+    checks = [check_coverage(data.measured, len(config.questions), questions=config.questions),
+              check_category_coverage(data.measured, config.questions),
               check_acceptance_plausible(data.records, metadata.draft_length) if data.role == "sd" else [],
               check_client_lag(data.records)]
     for violations in checks:

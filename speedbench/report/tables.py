@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from speedbench.report.compute import ReportData
+from speedbench.report.coverage_table import coverage_rows
 from speedbench.report.peer_table import peer_rows
 
 
@@ -180,6 +181,17 @@ TABLES: tuple[Table, ...] = (
         "is over drafted steps from counter deltas, its per-position rates are marginals; SGLang's accept_length is "
         "the server's running mean; llama.cpp pools accepted / drafted; aiperf reports request- and token-weighted "
         "AL; specdec_bench averages untrimmed chunk sizes per request."),
+    Table("coverage", "Coverage: planned request-turns measured, per load point and category", (
+        Column("label", "run"), Column("point", "point"), Column("category", "category"),
+        Column("planned", "planned", "int"), Column("measured", "measured", "int"), Column("failed", "failed", "int"),
+        Column("missing", "missing", "int"), Column("share", "share", "pct"),
+        Column("below", "below bound", value=lambda r: "yes" if r["below"] else ""),
+        Column("superseded", "superseded (retried)", "int")),
+        lambda d: coverage_rows(d.details, {r["run"]: r["label"] for r in d.runs}),
+        "Measured = successful request-turns; failed = the last record failed; missing = no record (a run that "
+        "stopped). A category below the bound (95%, docs/metrics.md) is flagged coverage_low: its figures stand "
+        "for the survivors. Superseded: failed records a --retry-errors resume measured again (history, in no "
+        "figure)."),
     Table("flags", "Flags", (
         Column("run", "run"), Column("point", "point"), Column("flag", "flag"), Column("kind", "kind"),
         Column("count", "count", "int"), Column("detail", "detail")), lambda d: d.flags),

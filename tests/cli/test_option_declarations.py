@@ -38,7 +38,9 @@ CHANGED["demo", "--no-progress"] = "no progress bars"
 CHANGED["serve", "--draft-length"] = ("speculative tokens per step K (default 4, or the profile's K with "
                                       "--synthetic-from; SGLang draft-tree: the tree's depth)")
 DEFAULT_CHANGED = {("serve", "--draft-length"): None}
-ADDED_FLAGS = {"serve": ["--synthetic-from", "--synthetic-category"], "run": ["--seed-per-prompt"]}
+ADDED_FLAGS = {"serve": ["--synthetic-from", "--synthetic-category"],
+               "run": ["--seed-per-prompt", "--retry-errors", "--retry-kinds"],  # issue 30: --retry-*
+               "sweep": ["--retry-errors"]}
 
 
 def _value(v):

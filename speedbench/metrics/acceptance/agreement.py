@@ -171,4 +171,25 @@ def compare_sources(acc: RecordAcceptance, counters: dict | None, records, toler
     return agreement, flags
 
 
-__all__ = ["compare_sources", "counter_summary"]
+# Failures after which the server may still have generated the whole response (not an HTTP refusal,
+# not a turn that never ran).
+_LOST_STREAM_KINDS = frozenset({"connection", "timeout", "malformed", "cancelled"})
+
+
+def explain_lost_streams(flags: list[str], failed) -> list[str]:
+    """Counter disagreements explained by requests the client lost: the server counted every token it
+    generated, the records hold only the successful requests'. Each ``disagreement`` flag that
+    compares counters gets how many requests failed mid-stream (at least one token received) and
+    before their first token, and says so; other flags are returned as they are."""
+    lost = [r for r in failed if r.error_kind in _LOST_STREAM_KINDS]
+    if not lost:
+        return flags
+    mid = [r for r in lost if r.chunk_tokens]
+    received = sum(sum(r.chunk_tokens) for r in mid)
+    note = (f"; {len(mid)} request(s) failed mid-stream after {received} token(s) had arrived and "
+            f"{len(lost) - len(mid)} failed before their first token: the counters include the tokens the server "
+            "generated for them, which the client never received (they are not in the per-request sums)")
+    return [flag + note if flag.startswith("disagreement:") and "from counters" in flag else flag for flag in flags]
+
+
+__all__ = ["compare_sources", "counter_summary", "explain_lost_streams"]
