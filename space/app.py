@@ -22,6 +22,7 @@ except ImportError:  # running from a checkout of the repository
 import gradio as gr  # noqa: E402
 
 from sbspace import about, compare, populate, submission  # noqa: E402
+from sbspace.connections import ConnectionGuard  # noqa: E402
 from sbspace.envs import Settings, hub_client_with_timeouts  # noqa: E402
 from sbspace.guard import RequestGuard, UploadSweeper  # noqa: E402
 from speedbench.leaderboard.admission import Admission  # noqa: E402
@@ -237,14 +238,26 @@ def launch_options(settings: Settings) -> dict:
     return {"max_file_size": settings.limits.max_archive_bytes, "app_kwargs": {"middleware": [guard]}}
 
 
+def serve(demo: gr.Blocks, settings: Settings, **launch) -> ConnectionGuard:
+    """Launch ``demo`` with the request guard, then watch its server's connections (slow request
+    heads, the open-connection cap: sbspace/connections.py, which needs the running server)."""
+    # Gradio's per-event limit only bounds threads; what validations may cost is the admission's
+    demo.queue(default_concurrency_limit=8).launch(
+        server_name=settings.host, server_port=settings.port, prevent_thread_lock=True,
+        **launch_options(settings), **launch)
+    guard = ConnectionGuard(demo.server, settings.guard).start()
+    close = demo.close
+    demo.close = lambda *args, **kwargs: (guard.close(), close(*args, **kwargs))[1]
+    return guard
+
+
 def main() -> None:
     settings = Settings()
     if settings.mirror_repo:
         hub_client_with_timeouts()  # a Hub that never answers must not hold the sync thread forever
     demo = build_app(settings)
-    # Gradio's per-event limit only bounds threads; what validations may cost is the admission's
-    demo.queue(default_concurrency_limit=8).launch(
-        server_name=settings.host, server_port=settings.port, **launch_options(settings))
+    serve(demo, settings)
+    demo.block_thread()
 
 
 if __name__ == "__main__":

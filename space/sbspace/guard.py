@@ -32,12 +32,16 @@ class GuardLimits:
     max_in_flight: int = 64  # SPEEDBENCH_MAX_CONNECTIONS
     body_timeout_s: float = 120.0  # SPEEDBENCH_BODY_TIMEOUT_S: 64 MiB at 0.55 MB/s
     upload_max_age_s: float = 120.0  # SPEEDBENCH_UPLOAD_MAX_AGE_S
+    header_timeout_s: float = 20.0  # SPEEDBENCH_HEADER_TIMEOUT_S (sbspace/connections.py)
+    max_open_connections: int = 256  # SPEEDBENCH_MAX_OPEN_CONNECTIONS (sbspace/connections.py)
 
     @classmethod
     def from_env(cls) -> "GuardLimits":
         return cls(int(settings.leaderboard_limit("SPEEDBENCH_MAX_CONNECTIONS", cls.max_in_flight, int)),
                    settings.leaderboard_limit("SPEEDBENCH_BODY_TIMEOUT_S", cls.body_timeout_s),
-                   settings.leaderboard_limit("SPEEDBENCH_UPLOAD_MAX_AGE_S", cls.upload_max_age_s))
+                   settings.leaderboard_limit("SPEEDBENCH_UPLOAD_MAX_AGE_S", cls.upload_max_age_s),
+                   settings.leaderboard_limit("SPEEDBENCH_HEADER_TIMEOUT_S", cls.header_timeout_s),
+                   int(settings.leaderboard_limit("SPEEDBENCH_MAX_OPEN_CONNECTIONS", cls.max_open_connections, int)))
 
 
 async def _plain(send, status: int, text: str) -> None:

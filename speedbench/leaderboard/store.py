@@ -5,7 +5,8 @@ archive of every accepted bundle is kept next to its entry, so the board can be 
 the records alone when the metrics change (:meth:`LeaderboardStore.rebuild`). An entry is
 written in one transaction with its bundle and its row in the *outbox* (the entries whose
 current state has not reached the Hub dataset yet, :mod:`.sync`); a trust change queues the
-entry again. A rejected submission never touches the database.
+entry again; a verification's packed runs are kept beside it (``verifications``), so a restore can
+re-check it. A rejected submission never touches the database.
 """
 from __future__ import annotations
 
@@ -56,6 +57,8 @@ CREATE TABLE IF NOT EXISTS outbox (
     last_error   TEXT,
     with_bundle  INTEGER NOT NULL DEFAULT 1
 );
+CREATE TABLE IF NOT EXISTS verifications (entry_id TEXT PRIMARY KEY REFERENCES submissions(id)
+                                          ON DELETE CASCADE, archive BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS quarantine (
     id          TEXT PRIMARY KEY,
     reason      TEXT NOT NULL,
@@ -145,38 +148,34 @@ class LeaderboardStore:
         with self._lock:
             return self._conn.execute("PRAGMA journal_mode").fetchone()[0]
 
-    def has_bundle(self, bundle_sha256: str) -> str | None:
-        """The id of the entry with this raw content hash, if any."""
+    def _find(self, column: str, value: str) -> str | None:
         with self._lock:
-            row = self._conn.execute("SELECT id FROM submissions WHERE bundle_sha256 = ?", (bundle_sha256,)).fetchone()
+            row = self._conn.execute(f"SELECT id FROM submissions WHERE {column} = ?", (value,)).fetchone()
         return row[0] if row else None
+
+    # the id of the entry, if any, with this raw content hash / uploaded as exactly these bytes /
+    # with this measurement digest (:mod:`.canonical`) / with this token digest
+    def has_bundle(self, bundle_sha256: str) -> str | None:
+        return self._find("bundle_sha256", bundle_sha256)
 
     def has_archive(self, archive_sha256: str) -> str | None:
-        """The id of the entry uploaded as exactly these bytes, if any."""
-        with self._lock:
-            row = self._conn.execute("SELECT id FROM submissions WHERE archive_sha256 = ?", (archive_sha256,)).fetchone()
-        return row[0] if row else None
+        return self._find("archive_sha256", archive_sha256)
 
     def has_measurement(self, measurement_sha256: str) -> str | None:
-        """The id of the entry with this measurement digest (:mod:`.canonical`), if any."""
-        with self._lock:
-            row = self._conn.execute("SELECT id FROM submissions WHERE measurement_sha256 = ?",
-                                     (measurement_sha256,)).fetchone()
-        return row[0] if row else None
+        return self._find("measurement_sha256", measurement_sha256)
 
     def has_tokens(self, tokens_sha256: str) -> str | None:
-        with self._lock:
-            row = self._conn.execute("SELECT id FROM submissions WHERE tokens_sha256 = ?", (tokens_sha256,)).fetchone()
-        return row[0] if row else None
+        return self._find("tokens_sha256", tokens_sha256)
 
     def add(self, *, bundle_sha256: str, archive_sha256: str, archive: bytes, schema_version: int,
             metadata: dict, metrics: dict, metrics_version: str, submitted_at: str | None = None,
             measurement_sha256: str | None = None, tokens_sha256: str | None = None,
             warnings: list | None = None, entry_id: str | None = None, trust: str = "self-reported",
-            verification: dict | None = None, digest_version: int | None = None, enqueue: bool = True) -> Entry:
+            verification: dict | None = None, digest_version: int | None = None, enqueue: bool = True,
+            verification_runs: bytes | None = None) -> Entry:
         """Insert one entry, its raw bundle and (``enqueue``) its outbox row atomically; a duplicate
-        measurement is a rejection. ``entry_id``/``trust``/``verification``: an entry restored from
-        the Hub dataset keeps its own (and is not queued: it is there already)."""
+        measurement is a rejection. ``entry_id``/``trust``/``verification(_runs)``: a restored entry
+        whose verification re-checked keeps them (and is not queued: the Hub has it already)."""
         measurement_sha256 = measurement_sha256 or bundle_sha256
         if trust not in TRUST_LEVELS:
             raise ValueError(f"trust must be one of {TRUST_LEVELS}")
@@ -199,6 +198,8 @@ class LeaderboardStore:
                      json.dumps(verification, sort_keys=True, allow_nan=False) if verification else None,
                      digest_version))
                 conn.execute("INSERT INTO bundles VALUES (?, ?)", (entry.id, sqlite3.Binary(archive)))
+                if verification_runs is not None:
+                    conn.execute("INSERT INTO verifications VALUES (?, ?)", (entry.id, sqlite3.Binary(verification_runs)))
                 if enqueue:
                     self._enqueue(conn, entry.id, with_bundle=True)
         except sqlite3.IntegrityError:
@@ -282,13 +283,16 @@ class LeaderboardStore:
                          "WHERE id = ?", (measurement_sha256, tokens_sha256, version, entry_id))
         return None
 
-    def set_trust(self, entry_id: str, trust: str, verification: dict) -> None:
-        """Change an entry's trust level (with the verification record) and queue it for the Hub."""
+    def set_trust(self, entry_id: str, trust: str, verification: dict, runs: bytes | None = None) -> None:
+        """Change an entry's trust level (with the verification record and the packed runs it was
+        made with, ``runs``) and queue it for the Hub."""
         if trust not in TRUST_LEVELS:
             raise ValueError(f"trust must be one of {TRUST_LEVELS}")
         with self._transaction() as conn:
             conn.execute("UPDATE submissions SET trust = ?, verification_json = ? WHERE id = ?",
                          (trust, json.dumps(verification, sort_keys=True, allow_nan=False), entry_id))
+            if runs is not None:
+                conn.execute("INSERT OR REPLACE INTO verifications VALUES (?, ?)", (entry_id, sqlite3.Binary(runs)))
             self._enqueue(conn, entry_id, with_bundle=False)
 
     def adopt(self, entry_id: str, submitted_at: str, trust: str, verification: dict | None) -> None:
@@ -351,9 +355,11 @@ class LeaderboardStore:
             stored = {r[0] for r in self._conn.execute("SELECT id FROM submissions")}
             return stored | {r[0] for r in self._conn.execute("SELECT id FROM quarantine")}
 
-    def archive(self, entry_id: str) -> bytes | None:
+    def archive(self, entry_id: str, table: str = "bundles") -> bytes | None:
+        """The entry's raw bundle (``table="verifications"``: its verification's packed runs)."""
+        key = "entry_id" if table == "verifications" else "submission_id"
         with self._lock:
-            row = self._conn.execute("SELECT archive FROM bundles WHERE submission_id = ?", (entry_id,)).fetchone()
+            row = self._conn.execute(f"SELECT archive FROM {table} WHERE {key} = ?", (entry_id,)).fetchone()
         return bytes(row[0]) if row else None
 
     def known_names(self) -> set[str]:
