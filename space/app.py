@@ -53,11 +53,10 @@ def _note_box(services: BoardServices) -> gr.Textbox:
     return gr.Textbox(value=text, visible=bool(text))
 
 
-def _board_functions(store: LeaderboardStore):
+def _board_functions(cache: populate.BoardCache):
     """``table`` (the filtered, sorted board) and ``refresh_choices`` (every dropdown's choices
     from what is stored now), the callbacks several tabs share; both read the rows cached until
     the store changes (``populate.BoardCache``), so a page load costs the same at any board size."""
-    cache = populate.BoardCache(store)
 
     def table(search, engines, methods, families, isl, sort_by, descending, show_ci):
         frame, datatypes, widths = populate.board_frame(
@@ -200,9 +199,9 @@ def build_app(settings: Settings | None = None, store: LeaderboardStore | None =
     settings = settings or Settings()
     services = _prepare(settings, store, known_builds, mirror)
     store = services.store
-    table, refresh_choices = _board_functions(store)
-    rows = populate.all_rows(store)
-    found = populate.filter_choices(rows)
+    cache = populate.BoardCache(store)  # built here, at start-up: the first page load reads it as every other
+    table, refresh_choices = _board_functions(cache)
+    rows, found = cache.rows(), cache.choices()
 
     with gr.Blocks(title=about.TITLE, fill_width=True, delete_cache=UPLOAD_SWEEP_S) as demo:
         gr.Markdown(f"# {about.TITLE}")

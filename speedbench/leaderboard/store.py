@@ -10,7 +10,9 @@ re-check it. A rejected submission never touches the database.
 """
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
@@ -21,51 +23,13 @@ from pathlib import Path
 
 from speedbench import settings
 from speedbench.leaderboard.schema import BundleRejected
+from speedbench.leaderboard.store_schema import ENTRY_COLUMNS as _ENTRY_COLUMNS
+from speedbench.leaderboard.store_schema import SCHEMA as _SCHEMA
+from speedbench.leaderboard.store_schema import V2_COLUMNS as _V2_COLUMNS
 
 DEFAULT_DB = "leaderboard.sqlite3"
 STORE_VERSION = 3
 TRUST_LEVELS = ("self-reported", "verified")
-# Columns added in store version 2 (ALTER TABLE on an older store): the measurement digest
-# (duplicates), the token digest, trust status, plausibility warnings, the verification record.
-_V2_COLUMNS = (("measurement_sha256", "TEXT"), ("tokens_sha256", "TEXT"),
-               ("trust", "TEXT NOT NULL DEFAULT 'self-reported'"), ("warnings_json", "TEXT NOT NULL DEFAULT '[]'"),
-               ("verification_json", "TEXT"), ("digest_version", "INTEGER"))
-_ENTRY_COLUMNS = ("id, bundle_sha256, archive_sha256, submitted_at, schema_version, metadata_json, metrics_json, "
-                  "metrics_version, trust, warnings_json, verification_json")
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS submissions (
-    id              TEXT PRIMARY KEY,
-    bundle_sha256   TEXT NOT NULL UNIQUE,
-    archive_sha256  TEXT NOT NULL,
-    submitted_at    TEXT NOT NULL,
-    schema_version  INTEGER NOT NULL,
-    metadata_json   TEXT NOT NULL,
-    metrics_json    TEXT NOT NULL,
-    metrics_version TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS bundles (
-    submission_id TEXT PRIMARY KEY REFERENCES submissions(id) ON DELETE CASCADE,
-    archive       BLOB NOT NULL
-);
-CREATE TABLE IF NOT EXISTS store_info (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS outbox (
-    entry_id     TEXT PRIMARY KEY,
-    queued_at    TEXT NOT NULL,
-    attempts     INTEGER NOT NULL DEFAULT 0,
-    next_attempt REAL NOT NULL DEFAULT 0,
-    last_error   TEXT,
-    with_bundle  INTEGER NOT NULL DEFAULT 1
-);
-CREATE TABLE IF NOT EXISTS verifications (entry_id TEXT PRIMARY KEY REFERENCES submissions(id)
-                                          ON DELETE CASCADE, archive BLOB NOT NULL);
-CREATE TABLE IF NOT EXISTS quarantine (
-    id          TEXT PRIMARY KEY,
-    reason      TEXT NOT NULL,
-    row_json    TEXT NOT NULL,
-    archive     BLOB
-);
-"""
 
 
 @dataclass(frozen=True)
@@ -86,6 +50,9 @@ class Entry:
 
 
 _STATE_COLUMNS = "trust, verification_json"
+# a JSON escape of a UTF-16 surrogate: the only way a stored row's text decodes to a string that
+# cannot be encoded as UTF-8 (the rows are written with ensure_ascii; SQLite's text is UTF-8)
+_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def _state(row) -> str:
@@ -217,7 +184,8 @@ class LeaderboardStore:
         verification = json.loads(row[10]) if row[10] else None
         if not isinstance(metadata, dict) or not isinstance(metrics, dict) or not isinstance(warnings, list):
             raise ValueError("metadata, metrics and warnings must be JSON objects / lists")
-        json.dumps([metadata, metrics, warnings, verification], ensure_ascii=False).encode("utf-8")
+        if _SURROGATE.search("".join(str(v) for v in row[5:11])):  # else no text in it can hold one
+            json.dumps([metadata, metrics, warnings, verification], ensure_ascii=False).encode("utf-8")
         return Entry(id=row[0], bundle_sha256=row[1], archive_sha256=row[2], submitted_at=str(row[3]),
                      schema_version=row[4], metadata=metadata, metrics=metrics, metrics_version=row[7],
                      trust=row[8] if row[8] in TRUST_LEVELS else "self-reported", warnings=warnings,
@@ -228,14 +196,20 @@ class LeaderboardStore:
             return self._conn.execute(f"SELECT {_ENTRY_COLUMNS} FROM submissions {where} ORDER BY submitted_at, id",
                                       args).fetchall()
 
-    def entries_and_problems(self) -> tuple[list[Entry], list[tuple[str, str]]]:
-        """Every readable entry, and (id, why) for each stored row that cannot be read."""
-        entries, problems = [], []
+    def entries_and_problems(self, reuse: dict | None = None) -> tuple[list[Entry], list[tuple[str, str]]]:
+        """Every readable entry, and (id, why) for each stored row that cannot be read. ``reuse``
+        ({row digest: Entry}, refilled in place): a row unchanged since that call is not parsed again."""
+        entries, problems, parsed = [], [], {}
         for row in self._rows():
+            key = hashlib.blake2b("\0".join(map(str, row)).encode(), digest_size=16).digest() if reuse is not None else 0
             try:
-                entries.append(self._entry(row))
+                entries.append((reuse or {}).get(key) or self._entry(row))
+                parsed[key] = entries[-1]
             except (ValueError, TypeError, UnicodeError, RecursionError) as exc:
                 problems.append((ascii(row[0]), f"unreadable stored row: {type(exc).__name__}"))
+        if reuse is not None:
+            reuse.clear()
+            reuse.update(parsed)
         return entries, problems
 
     def entries(self) -> list[Entry]:

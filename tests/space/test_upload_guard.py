@@ -136,7 +136,8 @@ def test_the_about_tab_states_the_bounds_this_space_runs_under():
     from speedbench.leaderboard.admission import Budget
     from speedbench.leaderboard.archive import ArchiveLimits
 
-    text = " ".join(about.promises(ArchiveLimits(), Budget(), 6, GuardLimits(10, 30.0, 90.0), 7).split())
+    text = " ".join(about.promises(ArchiveLimits(), Budget(), 6, GuardLimits(10, 30.0, 90.0, 15.0, 99), 7).split())
+    assert "not sent its request head within 15 s is closed" in text and "past 99 open connections" in text
     assert "may send 7 uploads an hour" in text
     assert "deleted once it is 90 s old" in text and "within 30 s" in text and "at most 10 requests" in text
     assert "2 hours" not in text
