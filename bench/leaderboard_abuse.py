@@ -4,7 +4,8 @@ Against a fresh ``python space/app.py`` (as a Space runs it: ``main``, with the 
 connection guard), two parts:
 
 1. **search flood**: eight concurrent 4 MiB searches sent as the browser sends the search box's
-   change event (``/gradio_api/queue/join``): the app's CPU seconds for them alone; then the same
+   change event (``/gradio_api/queue/join``): the app's CPU seconds for them alone (and, for scale,
+   one upload's answer time and CPU without them); then the same
    eight again with an upload (a typical 880-prompt bundle through ``/submit_bundle``) sent
    meanwhile: the time the upload took to be answered and the app's CPU for all of it; and a real
    search (one word of one model's name) with the rows it returns out of the board's.
@@ -81,6 +82,10 @@ def upload(url: str, path: Path) -> tuple[float, str]:
 def search_flood(url: str, pid: int, typical: list[Path], model_word: str) -> None:
     index = search_index(url)
     total = search(url, index, "")
+    cpu = _proc(pid)[0]
+    alone_upload, status = upload(url, typical[1])  # the same upload's time without a flood, for scale
+    upload_cpu = _proc(pid)[0] - cpu
+    print(f"an upload alone: answered in {alone_upload:.2f} s ({status}), app CPU {upload_cpu:.2f} s")
     cpu = _proc(pid)[0]
     with ThreadPoolExecutor(8) as pool:
         shown = list(pool.map(lambda _: search(url, index, FLOOD), range(8)))

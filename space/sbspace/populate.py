@@ -46,7 +46,7 @@ class BoardCache:
         self._rows: list[dict] = []
         self._choices: dict = {}
         self._labels: list = []
-        self._parsed: dict = {}  # stored row digest -> Entry (LeaderboardStore.entries_and_problems)
+        self._parsed: dict = {}  # (id, revision) -> Entry (LeaderboardStore.entries_and_problems)
         self._row_of: dict = {}  # entry id -> (the Entry its row was built from, the row)
         self.builds = 0  # how many times it was rebuilt (tests)
         self.rows_built = 0  # how many entry rows were built in all (tests)

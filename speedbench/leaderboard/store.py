@@ -10,7 +10,6 @@ re-check it. A rejected submission never touches the database.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import sqlite3
@@ -24,11 +23,12 @@ from pathlib import Path
 from speedbench import settings
 from speedbench.leaderboard.schema import BundleRejected
 from speedbench.leaderboard.store_schema import ENTRY_COLUMNS as _ENTRY_COLUMNS
+from speedbench.leaderboard.store_schema import REVISION_TRIGGER as _REVISION_TRIGGER
 from speedbench.leaderboard.store_schema import SCHEMA as _SCHEMA
 from speedbench.leaderboard.store_schema import V2_COLUMNS as _V2_COLUMNS
 
 DEFAULT_DB = "leaderboard.sqlite3"
-STORE_VERSION = 3
+STORE_VERSION = 4  # 4: the verifications table and each row's revision (issue 32)
 TRUST_LEVELS = ("self-reported", "verified")
 
 
@@ -85,6 +85,7 @@ class LeaderboardStore:
         for name, kind in _V2_COLUMNS:
             if name not in present:
                 self._conn.execute(f"ALTER TABLE submissions ADD COLUMN {name} {kind}")
+        self._conn.execute(_REVISION_TRIGGER)
         self._conn.execute("CREATE UNIQUE INDEX IF NOT EXISTS submissions_measurement ON submissions(measurement_sha256)")
         self._conn.execute("CREATE INDEX IF NOT EXISTS submissions_archive ON submissions(archive_sha256)")
         self._conn.execute("INSERT OR REPLACE INTO store_info VALUES ('store_version', ?)", (str(STORE_VERSION),))
@@ -198,12 +199,12 @@ class LeaderboardStore:
 
     def entries_and_problems(self, reuse: dict | None = None) -> tuple[list[Entry], list[tuple[str, str]]]:
         """Every readable entry, and (id, why) for each stored row that cannot be read. ``reuse``
-        ({row digest: Entry}, refilled in place): a row unchanged since that call is not parsed again."""
+        ({(id, revision): Entry}, refilled in place): only the rows added or changed since that call
+        (a trigger counts each row's updates) are read and parsed."""
         entries, problems, parsed = [], [], {}
-        for row in self._rows():
-            key = hashlib.blake2b("\0".join(map(str, row)).encode(), digest_size=16).digest() if reuse is not None else 0
+        for key, row in self._keyed_rows(reuse):
             try:
-                entries.append((reuse or {}).get(key) or self._entry(row))
+                entries.append(reuse[key] if reuse and key in reuse else self._entry(row))
                 parsed[key] = entries[-1]
             except (ValueError, TypeError, UnicodeError, RecursionError) as exc:
                 problems.append((ascii(row[0]), f"unreadable stored row: {type(exc).__name__}"))
@@ -211,6 +212,18 @@ class LeaderboardStore:
             reuse.clear()
             reuse.update(parsed)
         return entries, problems
+
+    def _keyed_rows(self, reuse: dict | None) -> list[tuple]:
+        """(key, row) in board order; the row is None where ``reuse`` holds its key."""
+        if reuse is None:
+            return [(None, row) for row in self._rows()]
+        with self._lock:
+            keys = [tuple(k) for k in self._conn.execute("SELECT id, revision FROM submissions ORDER BY submitted_at, id")]
+        changed, rows = [k[0] for k in keys if k not in reuse], {}
+        for i in range(0, len(changed), 500):
+            part = changed[i:i + 500]
+            rows.update((r[0], r) for r in self._rows(f"WHERE id IN ({', '.join('?' * len(part))})", tuple(part)))
+        return [(k, rows.get(k[0])) for k in keys if k in reuse or k[0] in rows]  # deleted meanwhile: gone
 
     def entries(self) -> list[Entry]:
         return self.entries_and_problems()[0]

@@ -2,10 +2,17 @@
 the verifications' packed runs, the outbox to the Hub dataset and the quarantine."""
 
 # Columns added in store version 2 (ALTER TABLE on an older store): the measurement digest
-# (duplicates), the token digest, trust status, plausibility warnings, the verification record.
+# (duplicates), the token digest, trust status, plausibility warnings, the verification record;
+# since issue 32 the row's revision.
 V2_COLUMNS = (("measurement_sha256", "TEXT"), ("tokens_sha256", "TEXT"),
               ("trust", "TEXT NOT NULL DEFAULT 'self-reported'"), ("warnings_json", "TEXT NOT NULL DEFAULT '[]'"),
-              ("verification_json", "TEXT"), ("digest_version", "INTEGER"))
+              ("verification_json", "TEXT"), ("digest_version", "INTEGER"),
+              ("revision", "INTEGER NOT NULL DEFAULT 0"))
+# Each update of an entry's row counts in its ``revision`` (whatever process or code made it): the
+# board's cached rows are read again only for rows whose (id, revision) changed. SQLite's
+# recursive_triggers is off, so the trigger's own update does not fire it again.
+REVISION_TRIGGER = """CREATE TRIGGER IF NOT EXISTS submissions_revision AFTER UPDATE ON submissions
+BEGIN UPDATE submissions SET revision = revision + 1 WHERE id = NEW.id; END"""
 ENTRY_COLUMNS = ("id, bundle_sha256, archive_sha256, submitted_at, schema_version, metadata_json, metrics_json, "
                  "metrics_version, trust, warnings_json, verification_json")
 

@@ -3,6 +3,7 @@ matched, a real search still filters, and the board's rows are read from the sto
 changed (a page load parsed every stored entry)."""
 from __future__ import annotations
 
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -50,6 +51,11 @@ def test_the_rows_are_rebuilt_only_when_the_store_changed(seeded_store, known_bu
     assert [r.get("trust") for r in cache.rows() if r["id"] == entry.id] == ["verified"] and cache.builds == 3
     assert cache.rows_built == 5 and cache.rows() == populate.all_rows(seeded_store)
     assert cache.choices() == populate.filter_choices(populate.all_rows(seeded_store))
+    with sqlite3.connect(seeded_store.path) as other:  # another process's plain UPDATE: the trigger counts it
+        other.execute("UPDATE submissions SET trust = 'self-reported', verification_json = NULL WHERE id = ?",
+                      (entry.id,))
+    assert [r.get("trust") for r in cache.rows() if r["id"] == entry.id] == ["self-reported"]
+    assert cache.rows_built == 6 and cache.rows() == populate.all_rows(seeded_store)
 
 
 def test_searches_have_their_own_two_workers_and_never_take_nor_wait_for_an_upload_slot(
