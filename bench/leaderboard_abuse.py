@@ -56,12 +56,15 @@ def search_index(url: str) -> int:
 
 
 def search(url: str, index: int, text: str) -> int:
-    """One search as the browser sends it; returns the rows the board shows."""
+    """One search as the browser sends it; returns the rows the board shows (minus the HTTP status
+    when the app refused it: -413 for a body over its cap)."""
     session = uuid.uuid4().hex[:11]
     data = [text, [], [], [], "any", "Mean AL", True, False]
-    httpx.post(f"{url}gradio_api/queue/join", json={"data": data, "fn_index": index, "session_hash": session,
-                                                    "event_data": None, "trigger_id": None},
-               timeout=600).raise_for_status()
+    joined = httpx.post(f"{url}gradio_api/queue/join", json={"data": data, "fn_index": index,
+                                                             "session_hash": session, "event_data": None,
+                                                             "trigger_id": None}, timeout=600)
+    if joined.status_code != 200:
+        return -joined.status_code
     with httpx.stream("GET", f"{url}gradio_api/queue/data", params={"session_hash": session}, timeout=600) as rsp:
         for line in rsp.iter_lines():
             message = json.loads(line[5:]) if line.startswith("data:") else {}
@@ -98,7 +101,8 @@ def search_flood(url: str, pid: int, typical: list[Path], model_word: str) -> No
         [f.result() for f in flood]
     together = _proc(pid)[0] - cpu
     real = search(url, index, model_word)
-    print(f"search flood: eight concurrent 4 MiB searches {alone:.2f} s app CPU (rows shown {sorted(set(shown))}); "
+    print(f"search flood: eight concurrent 4 MiB searches {alone:.2f} s app CPU (rows shown, or -HTTP status: "
+          f"{sorted(set(shown))}); "
           f"again with an upload sent meanwhile: upload answered in {answered:.2f} s ({status}), app CPU for all "
           f"{together:.2f} s; a real search ({model_word!r}) shows {real} of {total} rows")
 

@@ -233,7 +233,7 @@ def launch_options(settings: Settings) -> dict:
     from starlette.middleware import Middleware
 
     guard = Middleware(RequestGuard, max_in_flight=settings.guard.max_in_flight,
-                       body_timeout_s=settings.guard.body_timeout_s)
+                       body_timeout_s=settings.guard.body_timeout_s, max_body_bytes=settings.guard.max_body_bytes)
     return {"max_file_size": settings.limits.max_archive_bytes, "app_kwargs": {"middleware": [guard]}}
 
 

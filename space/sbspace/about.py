@@ -110,6 +110,8 @@ PROMISES = """
   every uploaded file (dropped mid-upload, never submitted, or left by a restart) is deleted once it
   is {upload_age:g} s old and no submission is using it; a request body must arrive within
   {body_s:g} s and at most {connections} requests are served at once (more are answered 503); a
+  request body other than an upload (a search, a comparison) is at most {request_kb:g} KiB (more is
+  answered 413); a
   connection that has not sent its request head within {header_s:g} s is closed, and past
   {open_connections} open connections the ones waiting longest for a request are closed; one
   submitter (your Hugging Face login, else your address) may send {per_hour} uploads an hour; a
@@ -140,6 +142,7 @@ def promises(limits, budget, max_compare: int, guard=None, per_hour: int | None 
                            cpu_s=budget.cpu_seconds, compare=max_compare, upload_age=guard.upload_max_age_s,
                            body_s=guard.body_timeout_s, connections=guard.max_in_flight,
                            header_s=guard.header_timeout_s, open_connections=guard.max_open_connections,
+                           request_kb=guard.max_body_bytes / 1024,
                            per_hour=uploads_per_hour() if per_hour is None else per_hour,
                            search_chars=MAX_SEARCH_CHARS)
 
