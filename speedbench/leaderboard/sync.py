@@ -120,7 +120,7 @@ class MirrorSync:
             for path in listing.foreign:
                 self._skip(path, "not a board entry id (sb- and 12 hex digits)")
             for entry_id in sorted(listing.ids - have):
-                if entry_id in self.store.ids():  # restored meanwhile under the id it was re-issued (.restore)
+                if entry_id in have:  # restored meanwhile under the id it was re-issued (.restore)
                     continue
                 if entry_id not in listing.bundles:
                     self._skip(entry_id, "entry document without its bundle")
@@ -129,7 +129,10 @@ class MirrorSync:
                     document, archive = self.mirror.read_entry(listing, entry_id)
                     runs = self.mirror.read_verification(listing, entry_id) if (document or {}).get(
                         "trust") == "verified" else None
-                    added += self.restore_entry(entry_id, document, archive, runs) is not None
+                    entry = self.restore_entry(entry_id, document, archive, runs)
+                    if entry is not None:
+                        added += 1
+                        have.add(getattr(entry, "id", entry_id))
                 except Exception as exc:  # whatever it is (RecursionError, MemoryError ...): this entry only
                     if _transport_error(exc):
                         raise  # the Hub failed, not the entry: the whole restore is retried, pushes go on
