@@ -19,8 +19,15 @@ system) from ``/proc/<pid>`` when every upload has its answer. Uploads:
 - ``zip-members``: a zip just under the upload cap whose central directory lists as many empty
   members as fit (about 640,000): zipfile parses a directory into an object per member.
 
-Run: ``.venv/bin/python bench/leaderboard_load.py [--mixes largest:4,one-prompt:8,...]`` (default:
-every mix below). Prints one line per mix and the load average beside it.
+Also (issue 32): ``--board-sizes 100,1000,3000,10000`` runs the board-size axis (app CPU per page
+load and RSS against the number of entries: ``bench/leaderboard_board_size.py``) and ``--abuse
+SECONDS`` the abuse mix (aborted uploads, slow bodies, slow request heads, a search flood, with the
+upload folder's size over time, and eight 4 MiB searches with an upload sent meanwhile:
+``bench/leaderboard_abuse.py``) against an app whose store holds ``--abuse-board`` entries.
+
+Run: ``.venv/bin/python bench/leaderboard_load.py [--mixes largest:4,one-prompt:8,...|none]
+[--board-sizes ...] [--abuse SECONDS]`` (default: every mix below). Prints one line per mix and the
+load average beside it.
 """
 from __future__ import annotations
 
@@ -39,6 +46,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
 
 from speedbench.leaderboard.archive import ArchiveLimits  # noqa: E402
 from speedbench.leaderboard.known_builds import describe_dataset  # noqa: E402
@@ -204,11 +212,12 @@ def _proc_figures(pid: int) -> tuple[float, float]:
     return hwm, (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _start_app(root: Path, builds: Path, port: int) -> subprocess.Popen:
+def _start_app(root: Path, builds: Path, port: int, extra_env: dict | None = None) -> subprocess.Popen:
     import httpx
 
     env = {**os.environ, "SPEEDBENCH_DB": str(root / f"board-{port}.sqlite3"), "SPEEDBENCH_KNOWN_BUILDS": str(builds),
-           "GRADIO_SERVER_PORT": str(port), "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1"}
+           "GRADIO_SERVER_PORT": str(port), "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1",
+           **(extra_env or {})}
     env.pop("SPEEDBENCH_HUB_MIRROR", None)
     app = subprocess.Popen([sys.executable, str(REPO / "space" / "app.py")], env=env, stdout=subprocess.DEVNULL,
                            stderr=open(root / f"app-{port}.log", "w"))
@@ -264,19 +273,59 @@ def run_mix(mix: str, files: dict[str, Path], builds: Path, root: Path, port: in
           f"app CPU {cpu - base_cpu:.1f} s, slowest answer {slowest:.1f} s, all answered in {wall:.1f} s; {_load()}")
 
 
+def run_abuse(root: Path, builds: Path, files: dict[str, Path], port: int, seconds: float, board: int) -> None:
+    """bench/leaderboard_abuse.py against a fresh app whose store holds ``board`` entries."""
+    import leaderboard_abuse as abuse
+    import leaderboard_board_size as sizes
+
+    entry, archive, _ = sizes._entry(root / "abuse-seed")
+    sizes._board(root / f"board-{port}.sqlite3", entry, archive, board).close()
+    folder = root / "gradio-uploads"
+    app = _start_app(root, builds, port, {**abuse.ABUSE_ENV, "GRADIO_TEMP_DIR": str(folder)})
+    try:
+        url = f"http://127.0.0.1:{port}/"
+        typical = [files[f"typical-{i}"] for i in range(8)]
+        print(f"abuse: a store of {board} entries; {_load()}")
+        abuse.search_flood(url, app.pid, typical, f"{entry.metadata['model']}-42")
+        abuse.abuse_mix(url, port, app.pid, folder, typical, seconds)
+        print(f"abuse done; {_load()}")
+    finally:
+        app.terminate()
+        app.wait(timeout=60)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mixes", default=",".join(MIXES), help="comma-separated kind:count[+kind:count] mixes")
+    parser.add_argument("--mixes", default=",".join(MIXES),
+                        help="comma-separated kind:count[+kind:count] mixes ('none': no upload mix)")
+    parser.add_argument("--board-sizes", default="", help="the board-size axis: bench/leaderboard_board_size.py "
+                        "at these sizes (e.g. 100,1000,3000,10000)")
+    parser.add_argument("--board-loads", type=int, default=5, help="page loads per board size")
+    parser.add_argument("--abuse", type=float, default=0.0,
+                        help="seconds of the abuse mix (bench/leaderboard_abuse.py; 0: none)")
+    parser.add_argument("--abuse-board", type=int, default=3000, help="entries in the abused app's store")
     args = parser.parse_args()
+    mixes = [] if args.mixes == "none" else args.mixes.split(",")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
+        if args.board_sizes:
+            import leaderboard_board_size as sizes
+
+            os.environ["GRADIO_TEMP_DIR"] = str(root / "gradio")
+            print(f"board-size axis; {_load()}")
+            entry, archive, known = sizes._entry(root / "sizes")
+            for size in (int(s) for s in args.board_sizes.split(",")):
+                print(sizes.measure(size, args.board_loads, entry, archive, known, root), flush=True)
+            print(f"board-size axis done; {_load()}")
         t = time.perf_counter()
         print("building uploads ...")
-        mixes = args.mixes.split(",")
-        files, builds = build(root, {part.split(":")[0] for mix in mixes for part in mix.split("+")})
+        needed = {part.split(":")[0] for mix in mixes for part in mix.split("+")} | ({"typical"} if args.abuse else set())
+        files, builds = build(root, needed)
         print(f"  built in {time.perf_counter() - t:.0f} s; {_load()}")
         for i, mix in enumerate(mixes):
             run_mix(mix, files, builds, root, 7900 + i)
+        if args.abuse:
+            run_abuse(root, builds, files, 7899, args.abuse, args.abuse_board)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ except ImportError:  # running from a checkout of the repository
 import gradio as gr  # noqa: E402
 
 from sbspace import about, compare, populate, submission  # noqa: E402
+from sbspace.connections import ConnectionGuard  # noqa: E402
 from sbspace.envs import Settings, hub_client_with_timeouts  # noqa: E402
 from sbspace.guard import RequestGuard, UploadSweeper  # noqa: E402
 from speedbench.leaderboard.admission import Admission  # noqa: E402
@@ -52,11 +53,10 @@ def _note_box(services: BoardServices) -> gr.Textbox:
     return gr.Textbox(value=text, visible=bool(text))
 
 
-def _board_functions(store: LeaderboardStore):
+def _board_functions(cache: populate.BoardCache):
     """``table`` (the filtered, sorted board) and ``refresh_choices`` (every dropdown's choices
     from what is stored now), the callbacks several tabs share; both read the rows cached until
     the store changes (``populate.BoardCache``), so a page load costs the same at any board size."""
-    cache = populate.BoardCache(store)
 
     def table(search, engines, methods, families, isl, sort_by, descending, show_ci):
         frame, datatypes, widths = populate.board_frame(
@@ -199,9 +199,9 @@ def build_app(settings: Settings | None = None, store: LeaderboardStore | None =
     settings = settings or Settings()
     services = _prepare(settings, store, known_builds, mirror)
     store = services.store
-    table, refresh_choices = _board_functions(store)
-    rows = populate.all_rows(store)
-    found = populate.filter_choices(rows)
+    cache = populate.BoardCache(store)  # built here, at start-up: the first page load reads it as every other
+    table, refresh_choices = _board_functions(cache)
+    rows, found = cache.rows(), cache.choices()
 
     with gr.Blocks(title=about.TITLE, fill_width=True, delete_cache=UPLOAD_SWEEP_S) as demo:
         gr.Markdown(f"# {about.TITLE}")
@@ -233,8 +233,21 @@ def launch_options(settings: Settings) -> dict:
     from starlette.middleware import Middleware
 
     guard = Middleware(RequestGuard, max_in_flight=settings.guard.max_in_flight,
-                       body_timeout_s=settings.guard.body_timeout_s)
+                       body_timeout_s=settings.guard.body_timeout_s, max_body_bytes=settings.guard.max_body_bytes)
     return {"max_file_size": settings.limits.max_archive_bytes, "app_kwargs": {"middleware": [guard]}}
+
+
+def serve(demo: gr.Blocks, settings: Settings, **launch) -> ConnectionGuard:
+    """Launch ``demo`` with the request guard, then watch its server's connections (slow request
+    heads, the open-connection cap: sbspace/connections.py, which needs the running server)."""
+    # Gradio's per-event limit only bounds threads; what validations may cost is the admission's
+    demo.queue(default_concurrency_limit=8).launch(
+        server_name=settings.host, server_port=settings.port, prevent_thread_lock=True,
+        **launch_options(settings), **launch)
+    guard = ConnectionGuard(demo.server, settings.guard).start()
+    close = demo.close
+    demo.close = lambda *args, **kwargs: (guard.close(), close(*args, **kwargs))[1]
+    return guard
 
 
 def main() -> None:
@@ -242,9 +255,8 @@ def main() -> None:
     if settings.mirror_repo:
         hub_client_with_timeouts()  # a Hub that never answers must not hold the sync thread forever
     demo = build_app(settings)
-    # Gradio's per-event limit only bounds threads; what validations may cost is the admission's
-    demo.queue(default_concurrency_limit=8).launch(
-        server_name=settings.host, server_port=settings.port, **launch_options(settings))
+    serve(demo, settings)
+    demo.block_thread()
 
 
 if __name__ == "__main__":

@@ -315,7 +315,8 @@ LEADERBOARD_LIMIT_VARIABLES = ("SPEEDBENCH_MAX_BUNDLE_MB", "SPEEDBENCH_MAX_UNPAC
                                "SPEEDBENCH_VALIDATION_MEMORY_MB", "SPEEDBENCH_VALIDATION_CPU_S",
                                "SPEEDBENCH_RSS_LIMIT_MB", "SPEEDBENCH_UPLOAD_MAX_AGE_S", "SPEEDBENCH_BODY_TIMEOUT_S",
                                "SPEEDBENCH_MAX_CONNECTIONS", "SPEEDBENCH_SEARCH_MAX_CHARS",
-                               "SPEEDBENCH_UPLOADS_PER_HOUR")
+                               "SPEEDBENCH_UPLOADS_PER_HOUR", "SPEEDBENCH_HEADER_TIMEOUT_S",
+                               "SPEEDBENCH_MAX_OPEN_CONNECTIONS", "SPEEDBENCH_MAX_REQUEST_KB")
 
 
 def leaderboard_limit(name: str, default: float, kind: type = float) -> float:

@@ -109,7 +109,11 @@ PROMISES = """
   refused with a message naming it (`budget.*`); identical uploads sent at once each get an answer;
   every uploaded file (dropped mid-upload, never submitted, or left by a restart) is deleted once it
   is {upload_age:g} s old and no submission is using it; a request body must arrive within
-  {body_s:g} s and at most {connections} requests are served at once (more are answered 503); one
+  {body_s:g} s and at most {connections} requests are served at once (more are answered 503); a
+  request body other than an upload (a search, a comparison) is at most {request_kb:g} KiB (more is
+  answered 413); a
+  connection that has not sent its request head within {header_s:g} s is closed, and past
+  {open_connections} open connections the ones waiting longest for a request are closed; one
   submitter (your Hugging Face login, else your address) may send {per_hour} uploads an hour; a
   search is cut to {search_chars} characters.
 - **Durability**: the board's store of record is a Hub dataset: each accepted entry (bundle,
@@ -117,8 +121,11 @@ PROMISES = """
   a local queue until it lands. Until then the entry lives on the Space's disk; a note above the
   board says when the Hub copy is behind. A restarted Space restores every entry from the Hub
   with its original date, re-validating each bundle; trust is never taken from the Hub's copy:
-  a restored entry is self-reported (noted when the Hub's copy said verified) until a maintainer
-  verifies it again. Files there that fail any check are skipped and counted above the board.
+  a restored entry is verified only when the verification's own runs, stored with it in the Hub
+  dataset, pass every check of a verification again here; otherwise it is self-reported (with a
+  note saying why) until a maintainer verifies it again. An entry filed under an id of an older
+  digest version gets the id of its measurement (noted). Files there that fail any check are
+  skipped and counted above the board.
 """
 
 
@@ -134,6 +141,8 @@ def promises(limits, budget, max_compare: int, guard=None, per_hour: int | None 
                            validations=budget.max_concurrent, memory_mb=budget.memory_bytes / 2**20,
                            cpu_s=budget.cpu_seconds, compare=max_compare, upload_age=guard.upload_max_age_s,
                            body_s=guard.body_timeout_s, connections=guard.max_in_flight,
+                           header_s=guard.header_timeout_s, open_connections=guard.max_open_connections,
+                           request_kb=guard.max_body_bytes / 1024,
                            per_hour=uploads_per_hour() if per_hour is None else per_hour,
                            search_chars=MAX_SEARCH_CHARS)
 

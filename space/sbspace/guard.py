@@ -32,12 +32,18 @@ class GuardLimits:
     max_in_flight: int = 64  # SPEEDBENCH_MAX_CONNECTIONS
     body_timeout_s: float = 120.0  # SPEEDBENCH_BODY_TIMEOUT_S: 64 MiB at 0.55 MB/s
     upload_max_age_s: float = 120.0  # SPEEDBENCH_UPLOAD_MAX_AGE_S
+    header_timeout_s: float = 20.0  # SPEEDBENCH_HEADER_TIMEOUT_S (sbspace/connections.py)
+    max_open_connections: int = 256  # SPEEDBENCH_MAX_OPEN_CONNECTIONS (sbspace/connections.py)
+    max_body_bytes: int = 256 * 1024  # SPEEDBENCH_MAX_REQUEST_KB: every body but an upload's
 
     @classmethod
     def from_env(cls) -> "GuardLimits":
         return cls(int(settings.leaderboard_limit("SPEEDBENCH_MAX_CONNECTIONS", cls.max_in_flight, int)),
                    settings.leaderboard_limit("SPEEDBENCH_BODY_TIMEOUT_S", cls.body_timeout_s),
-                   settings.leaderboard_limit("SPEEDBENCH_UPLOAD_MAX_AGE_S", cls.upload_max_age_s))
+                   settings.leaderboard_limit("SPEEDBENCH_UPLOAD_MAX_AGE_S", cls.upload_max_age_s),
+                   settings.leaderboard_limit("SPEEDBENCH_HEADER_TIMEOUT_S", cls.header_timeout_s),
+                   int(settings.leaderboard_limit("SPEEDBENCH_MAX_OPEN_CONNECTIONS", cls.max_open_connections, int)),
+                   int(settings.leaderboard_limit("SPEEDBENCH_MAX_REQUEST_KB", cls.max_body_bytes / 1024) * 1024))
 
 
 async def _plain(send, status: int, text: str) -> None:
@@ -52,8 +58,9 @@ class RequestGuard:
     """ASGI middleware: a cap on requests in flight and a deadline on each request body."""
 
     def __init__(self, app, max_in_flight: int = GuardLimits.max_in_flight,
-                 body_timeout_s: float = GuardLimits.body_timeout_s):
+                 body_timeout_s: float = GuardLimits.body_timeout_s, max_body_bytes: int = GuardLimits.max_body_bytes):
         self.app, self.max_in_flight, self.body_timeout_s = app, max_in_flight, body_timeout_s
+        self.max_body_bytes = max_body_bytes
         self.in_flight = 0
 
     async def __call__(self, scope, receive, send):
@@ -71,7 +78,12 @@ class RequestGuard:
         """The app with a body deadline: past it the guard answers 408 and tells the app the client
         left (its later messages are dropped)."""
         deadline = time.monotonic() + self.body_timeout_s
-        state = {"body_done": False, "answered": False, "started": False}
+        state = {"body_done": False, "answered": False, "started": False, "bytes": 0}
+        # an upload's size is Gradio's max_file_size; any other body (an event's JSON) is small
+        cap = None if scope.get("path", "").endswith("/upload") else self.max_body_bytes
+        declared = dict(scope.get("headers") or ()).get(b"content-length", b"")
+        if cap is not None and declared.isdigit() and int(declared) > cap:
+            return await _plain(send, 413, f"request body over {cap} bytes")  # never read
 
         async def receive_with_deadline():
             if state["body_done"]:  # the body was read: wait for the disconnect without a deadline
@@ -86,6 +98,11 @@ class RequestGuard:
                 return {"type": "http.disconnect"}
             if message.get("type") != "http.request" or not message.get("more_body", False):
                 state["body_done"] = True
+            state["bytes"] += len(message.get("body", b""))
+            if cap is not None and state["bytes"] > cap and not state["started"]:  # a body sent without its length
+                state["body_done"] = state["answered"] = True
+                await _plain(send, 413, f"request body over {cap} bytes")
+                return {"type": "http.disconnect"}
             return message
 
         async def send_unless_answered(message):

@@ -5,10 +5,12 @@ disk is lost on restart unless persistent storage is bought, so the dataset repo
 
 - ``bundles/<id>.tar.gz`` (or ``.zip``): the raw bundle, byte for byte;
 - ``entries/<id>.json``: the entry document (:func:`entry_document`): dates, metadata, recomputed
-  metrics, digests, trust level and the verification record.
+  metrics, digests, trust level and the verification record;
+- ``verifications/<id>.tar.gz`` (or ``.zip``): a verified entry's verification runs, packed as a
+  bundle (:mod:`.verify`), which a restore re-checks before it shows the entry as verified.
 
 Each accepted entry is written by ONE ``create_commit`` holding both files, so the repo never
-holds half an entry; a verification rewrites the entry document in its own commit. Pushing and
+holds half an entry; a verification rewrites the entry document in its own commit, with its runs. Pushing and
 restoring run in the background (:mod:`.sync`), never inside a request.
 """
 from __future__ import annotations
@@ -23,7 +25,7 @@ from speedbench import settings
 from speedbench.leaderboard.store import Entry
 
 ENTRY_DOC_VERSION = 2
-ENTRIES, BUNDLES = "entries/", "bundles/"
+ENTRIES, BUNDLES, VERIFICATIONS = "entries/", "bundles/", "verifications/"
 
 
 SUFFIXES = (".tar.gz", ".zip")
@@ -55,6 +57,7 @@ class RepoListing:
 
     documents: dict[str, str] = field(default_factory=dict)  # entry id -> entries/<id>.json
     bundles: dict[str, str] = field(default_factory=dict)  # entry id -> bundles/<id>.<ext>
+    verifications: dict[str, str] = field(default_factory=dict)  # entry id -> verifications/<id>.<ext>
     sizes: dict[str, int] = field(default_factory=dict)  # path -> bytes, as the repo lists them
     foreign: list[str] = field(default_factory=list)  # entry-like paths whose name is not a board id
 
@@ -83,9 +86,11 @@ class HubMirror:
     def ensure_repo(self) -> None:
         self.api.create_repo(self.repo_id, repo_type="dataset", private=True, exist_ok=True)
 
-    def push(self, document: dict, archive: bytes | None, stale: tuple[str, ...] = ()) -> None:
-        """One atomic commit: the entry document, and the bundle when given (``stale``: bundle paths
-        of the same entry under another suffix, deleted in the same commit)."""
+    def push(self, document: dict, archive: bytes | None, stale: tuple[str, ...] = (),
+             verification_runs: bytes | None = None) -> None:
+        """One atomic commit: the entry document, the bundle when given (``stale``: bundle paths
+        of the same entry under another suffix, deleted in the same commit) and the verification's
+        packed runs when given."""
         from huggingface_hub import CommitOperationAdd, CommitOperationDelete
 
         entry_id = document["id"]
@@ -95,6 +100,9 @@ class HubMirror:
             path = f"{BUNDLES}{entry_id}{bundle_suffix(archive)}"
             operations.insert(0, CommitOperationAdd(path_in_repo=path, path_or_fileobj=archive))
             operations += [CommitOperationDelete(path_in_repo=other) for other in stale if other != path]
+        if verification_runs is not None:
+            operations.append(CommitOperationAdd(path_in_repo=f"{VERIFICATIONS}{entry_id}{bundle_suffix(verification_runs)}",
+                                                 path_or_fileobj=verification_runs))
         what = "entry" if archive is not None else f"entry {document.get('trust')}"
         self.api.create_commit(self.repo_id, operations, repo_type="dataset", commit_message=f"{what} {entry_id}")
 
@@ -104,16 +112,17 @@ class HubMirror:
         found = RepoListing()
         for info in self.api.list_repo_tree(self.repo_id, repo_type="dataset", recursive=True):
             name, size = info.path, getattr(info, "size", None)
-            if size is None or not name.startswith((ENTRIES, BUNDLES)):
+            if size is None or not name.startswith((ENTRIES, BUNDLES, VERIFICATIONS)):
                 continue  # a folder, or a file outside the board's layout
             base = name.rsplit("/", 1)[-1]
             entry_id = base.split(".", 1)[0]
             is_document = name.startswith(ENTRIES) and base == f"{entry_id}.json"
-            is_bundle = name.startswith(BUNDLES) and base in (f"{entry_id}{s}" for s in SUFFIXES)
-            if not (is_document or is_bundle) or not ENTRY_ID.fullmatch(entry_id):
+            is_archive = not name.startswith(ENTRIES) and base in (f"{entry_id}{s}" for s in SUFFIXES)
+            if not (is_document or is_archive) or not ENTRY_ID.fullmatch(entry_id):
                 found.foreign.append(name)
                 continue
-            (found.documents if is_document else found.bundles)[entry_id] = name
+            kind = found.verifications if name.startswith(VERIFICATIONS) else found.bundles
+            (found.documents if is_document else kind)[entry_id] = name
             found.sizes[name] = int(size)
         return found
 
@@ -157,12 +166,21 @@ class HubMirror:
         path = listing.documents.get(entry_id)
         document = self._document(path, listing.sizes.get(path)) if path else None
         bundle = listing.bundles[entry_id]
-        if listing.sizes.get(bundle, 0) > self.max_bundle_bytes:
-            raise ValueError(f"{bundle} is {listing.sizes[bundle]} bytes, over the upload cap of "
-                             f"{self.max_bundle_bytes} bytes")
-        archive = self.read(bundle)
-        if len(archive) > self.max_bundle_bytes:
-            raise ValueError(f"{bundle} is {len(archive)} bytes, over the upload cap of {self.max_bundle_bytes} bytes")
+        archive = self._archive(bundle, listing.sizes.get(bundle, 0))
         if document is not None and document.get("archive_sha256") not in (None, hashlib.sha256(archive).hexdigest()):
             raise ValueError(f"{listing.bundles[entry_id]}: sha256 differs from the entry document's archive_sha256")
         return document, archive
+
+    def _archive(self, path: str, listed: int) -> bytes:
+        """A bundle's bytes, held to the upload cap before (the listed size) and after the download."""
+        if listed > self.max_bundle_bytes:
+            raise ValueError(f"{path} is {listed} bytes, over the upload cap of {self.max_bundle_bytes} bytes")
+        data = self.read(path)
+        if len(data) > self.max_bundle_bytes:
+            raise ValueError(f"{path} is {len(data)} bytes, over the upload cap of {self.max_bundle_bytes} bytes")
+        return data
+
+    def read_verification(self, listing: RepoListing, entry_id: str) -> bytes | None:
+        """The packed runs of the entry's verification, if the repo holds them (same caps as a bundle)."""
+        path = listing.verifications.get(entry_id)
+        return self._archive(path, listing.sizes.get(path, 0)) if path else None

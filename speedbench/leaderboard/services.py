@@ -21,7 +21,8 @@ from speedbench.leaderboard.mirror import HubMirror
 from speedbench.leaderboard.quota import UploadQuota
 from speedbench.leaderboard.store import LeaderboardStore
 from speedbench.leaderboard.sync import MirrorSync
-from speedbench.leaderboard.validate import STORED_LIMITS, backfill_digests, restore_bundle
+from speedbench.leaderboard.restore import restore_bundle
+from speedbench.leaderboard.validate import STORED_LIMITS, backfill_digests
 
 log = logging.getLogger("speedbench.leaderboard")
 
@@ -54,10 +55,12 @@ def start_services(db_path: Path, known_builds_paths: list[str] | None, budget: 
         mirror = HubMirror(mirror_repo)
     sync = None
     if mirror is not None:
-        def restore(entry_id, document, archive):
+        def restore(entry_id, document, archive, verification_runs):
             need, _ = reservation(archive, STORED_LIMITS)
+            if verification_runs is not None:  # parsed too, in the same slot
+                need += reservation(verification_runs, STORED_LIMITS)[0]
             with admission.slot(need):
-                return restore_bundle(entry_id, document, archive, store, known_builds)
+                return restore_bundle(entry_id, document, archive, store, known_builds, verification_runs)
 
         sync = MirrorSync(store, mirror, restore).start()
     if store.missing_digests(DIGEST_VERSION):  # entries stored under an older duplicate digest

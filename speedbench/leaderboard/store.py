@@ -5,11 +5,13 @@ archive of every accepted bundle is kept next to its entry, so the board can be 
 the records alone when the metrics change (:meth:`LeaderboardStore.rebuild`). An entry is
 written in one transaction with its bundle and its row in the *outbox* (the entries whose
 current state has not reached the Hub dataset yet, :mod:`.sync`); a trust change queues the
-entry again. A rejected submission never touches the database.
+entry again; a verification's packed runs are kept beside it (``verifications``), so a restore can
+re-check it. A rejected submission never touches the database.
 """
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
@@ -20,49 +22,14 @@ from pathlib import Path
 
 from speedbench import settings
 from speedbench.leaderboard.schema import BundleRejected
+from speedbench.leaderboard.store_schema import ENTRY_COLUMNS as _ENTRY_COLUMNS
+from speedbench.leaderboard.store_schema import REVISION_TRIGGER as _REVISION_TRIGGER
+from speedbench.leaderboard.store_schema import SCHEMA as _SCHEMA
+from speedbench.leaderboard.store_schema import V2_COLUMNS as _V2_COLUMNS
 
 DEFAULT_DB = "leaderboard.sqlite3"
-STORE_VERSION = 3
+STORE_VERSION = 4  # 4: the verifications table and each row's revision (issue 32)
 TRUST_LEVELS = ("self-reported", "verified")
-# Columns added in store version 2 (ALTER TABLE on an older store): the measurement digest
-# (duplicates), the token digest, trust status, plausibility warnings, the verification record.
-_V2_COLUMNS = (("measurement_sha256", "TEXT"), ("tokens_sha256", "TEXT"),
-               ("trust", "TEXT NOT NULL DEFAULT 'self-reported'"), ("warnings_json", "TEXT NOT NULL DEFAULT '[]'"),
-               ("verification_json", "TEXT"), ("digest_version", "INTEGER"))
-_ENTRY_COLUMNS = ("id, bundle_sha256, archive_sha256, submitted_at, schema_version, metadata_json, metrics_json, "
-                  "metrics_version, trust, warnings_json, verification_json")
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS submissions (
-    id              TEXT PRIMARY KEY,
-    bundle_sha256   TEXT NOT NULL UNIQUE,
-    archive_sha256  TEXT NOT NULL,
-    submitted_at    TEXT NOT NULL,
-    schema_version  INTEGER NOT NULL,
-    metadata_json   TEXT NOT NULL,
-    metrics_json    TEXT NOT NULL,
-    metrics_version TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS bundles (
-    submission_id TEXT PRIMARY KEY REFERENCES submissions(id) ON DELETE CASCADE,
-    archive       BLOB NOT NULL
-);
-CREATE TABLE IF NOT EXISTS store_info (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS outbox (
-    entry_id     TEXT PRIMARY KEY,
-    queued_at    TEXT NOT NULL,
-    attempts     INTEGER NOT NULL DEFAULT 0,
-    next_attempt REAL NOT NULL DEFAULT 0,
-    last_error   TEXT,
-    with_bundle  INTEGER NOT NULL DEFAULT 1
-);
-CREATE TABLE IF NOT EXISTS quarantine (
-    id          TEXT PRIMARY KEY,
-    reason      TEXT NOT NULL,
-    row_json    TEXT NOT NULL,
-    archive     BLOB
-);
-"""
 
 
 @dataclass(frozen=True)
@@ -83,6 +50,9 @@ class Entry:
 
 
 _STATE_COLUMNS = "trust, verification_json"
+# a JSON escape of a UTF-16 surrogate: the only way a stored row's text decodes to a string that
+# cannot be encoded as UTF-8 (the rows are written with ensure_ascii; SQLite's text is UTF-8)
+_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def _state(row) -> str:
@@ -115,6 +85,7 @@ class LeaderboardStore:
         for name, kind in _V2_COLUMNS:
             if name not in present:
                 self._conn.execute(f"ALTER TABLE submissions ADD COLUMN {name} {kind}")
+        self._conn.execute(_REVISION_TRIGGER)
         self._conn.execute("CREATE UNIQUE INDEX IF NOT EXISTS submissions_measurement ON submissions(measurement_sha256)")
         self._conn.execute("CREATE INDEX IF NOT EXISTS submissions_archive ON submissions(archive_sha256)")
         self._conn.execute("INSERT OR REPLACE INTO store_info VALUES ('store_version', ?)", (str(STORE_VERSION),))
@@ -145,38 +116,34 @@ class LeaderboardStore:
         with self._lock:
             return self._conn.execute("PRAGMA journal_mode").fetchone()[0]
 
-    def has_bundle(self, bundle_sha256: str) -> str | None:
-        """The id of the entry with this raw content hash, if any."""
+    def _find(self, column: str, value: str) -> str | None:
         with self._lock:
-            row = self._conn.execute("SELECT id FROM submissions WHERE bundle_sha256 = ?", (bundle_sha256,)).fetchone()
+            row = self._conn.execute(f"SELECT id FROM submissions WHERE {column} = ?", (value,)).fetchone()
         return row[0] if row else None
+
+    # the id of the entry, if any, with this raw content hash / uploaded as exactly these bytes /
+    # with this measurement digest (:mod:`.canonical`) / with this token digest
+    def has_bundle(self, bundle_sha256: str) -> str | None:
+        return self._find("bundle_sha256", bundle_sha256)
 
     def has_archive(self, archive_sha256: str) -> str | None:
-        """The id of the entry uploaded as exactly these bytes, if any."""
-        with self._lock:
-            row = self._conn.execute("SELECT id FROM submissions WHERE archive_sha256 = ?", (archive_sha256,)).fetchone()
-        return row[0] if row else None
+        return self._find("archive_sha256", archive_sha256)
 
     def has_measurement(self, measurement_sha256: str) -> str | None:
-        """The id of the entry with this measurement digest (:mod:`.canonical`), if any."""
-        with self._lock:
-            row = self._conn.execute("SELECT id FROM submissions WHERE measurement_sha256 = ?",
-                                     (measurement_sha256,)).fetchone()
-        return row[0] if row else None
+        return self._find("measurement_sha256", measurement_sha256)
 
     def has_tokens(self, tokens_sha256: str) -> str | None:
-        with self._lock:
-            row = self._conn.execute("SELECT id FROM submissions WHERE tokens_sha256 = ?", (tokens_sha256,)).fetchone()
-        return row[0] if row else None
+        return self._find("tokens_sha256", tokens_sha256)
 
     def add(self, *, bundle_sha256: str, archive_sha256: str, archive: bytes, schema_version: int,
             metadata: dict, metrics: dict, metrics_version: str, submitted_at: str | None = None,
             measurement_sha256: str | None = None, tokens_sha256: str | None = None,
             warnings: list | None = None, entry_id: str | None = None, trust: str = "self-reported",
-            verification: dict | None = None, digest_version: int | None = None, enqueue: bool = True) -> Entry:
+            verification: dict | None = None, digest_version: int | None = None, enqueue: bool = True,
+            verification_runs: bytes | None = None) -> Entry:
         """Insert one entry, its raw bundle and (``enqueue``) its outbox row atomically; a duplicate
-        measurement is a rejection. ``entry_id``/``trust``/``verification``: an entry restored from
-        the Hub dataset keeps its own (and is not queued: it is there already)."""
+        measurement is a rejection. ``entry_id``/``trust``/``verification(_runs)``: a restored entry
+        whose verification re-checked keeps them (and is not queued: the Hub has it already)."""
         measurement_sha256 = measurement_sha256 or bundle_sha256
         if trust not in TRUST_LEVELS:
             raise ValueError(f"trust must be one of {TRUST_LEVELS}")
@@ -199,6 +166,8 @@ class LeaderboardStore:
                      json.dumps(verification, sort_keys=True, allow_nan=False) if verification else None,
                      digest_version))
                 conn.execute("INSERT INTO bundles VALUES (?, ?)", (entry.id, sqlite3.Binary(archive)))
+                if verification_runs is not None:
+                    conn.execute("INSERT INTO verifications VALUES (?, ?)", (entry.id, sqlite3.Binary(verification_runs)))
                 if enqueue:
                     self._enqueue(conn, entry.id, with_bundle=True)
         except sqlite3.IntegrityError:
@@ -216,7 +185,8 @@ class LeaderboardStore:
         verification = json.loads(row[10]) if row[10] else None
         if not isinstance(metadata, dict) or not isinstance(metrics, dict) or not isinstance(warnings, list):
             raise ValueError("metadata, metrics and warnings must be JSON objects / lists")
-        json.dumps([metadata, metrics, warnings, verification], ensure_ascii=False).encode("utf-8")
+        if _SURROGATE.search("".join(str(v) for v in row[5:11])):  # else no text in it can hold one
+            json.dumps([metadata, metrics, warnings, verification], ensure_ascii=False).encode("utf-8")
         return Entry(id=row[0], bundle_sha256=row[1], archive_sha256=row[2], submitted_at=str(row[3]),
                      schema_version=row[4], metadata=metadata, metrics=metrics, metrics_version=row[7],
                      trust=row[8] if row[8] in TRUST_LEVELS else "self-reported", warnings=warnings,
@@ -227,15 +197,33 @@ class LeaderboardStore:
             return self._conn.execute(f"SELECT {_ENTRY_COLUMNS} FROM submissions {where} ORDER BY submitted_at, id",
                                       args).fetchall()
 
-    def entries_and_problems(self) -> tuple[list[Entry], list[tuple[str, str]]]:
-        """Every readable entry, and (id, why) for each stored row that cannot be read."""
-        entries, problems = [], []
-        for row in self._rows():
+    def entries_and_problems(self, reuse: dict | None = None) -> tuple[list[Entry], list[tuple[str, str]]]:
+        """Every readable entry, and (id, why) for each stored row that cannot be read. ``reuse``
+        ({(id, revision): Entry}, refilled in place): only the rows added or changed since that call
+        (a trigger counts each row's updates) are read and parsed."""
+        entries, problems, parsed = [], [], {}
+        for key, row in self._keyed_rows(reuse):
             try:
-                entries.append(self._entry(row))
+                entries.append(reuse[key] if reuse and key in reuse else self._entry(row))
+                parsed[key] = entries[-1]
             except (ValueError, TypeError, UnicodeError, RecursionError) as exc:
                 problems.append((ascii(row[0]), f"unreadable stored row: {type(exc).__name__}"))
+        if reuse is not None:
+            reuse.clear()
+            reuse.update(parsed)
         return entries, problems
+
+    def _keyed_rows(self, reuse: dict | None) -> list[tuple]:
+        """(key, row) in board order; the row is None where ``reuse`` holds its key."""
+        if reuse is None:
+            return [(None, row) for row in self._rows()]
+        with self._lock:
+            keys = [tuple(k) for k in self._conn.execute("SELECT id, revision FROM submissions ORDER BY submitted_at, id")]
+        changed, rows = [k[0] for k in keys if k not in reuse], {}
+        for i in range(0, len(changed), 500):
+            part = changed[i:i + 500]
+            rows.update((r[0], r) for r in self._rows(f"WHERE id IN ({', '.join('?' * len(part))})", tuple(part)))
+        return [(k, rows.get(k[0])) for k in keys if k in reuse or k[0] in rows]  # deleted meanwhile: gone
 
     def entries(self) -> list[Entry]:
         return self.entries_and_problems()[0]
@@ -282,13 +270,16 @@ class LeaderboardStore:
                          "WHERE id = ?", (measurement_sha256, tokens_sha256, version, entry_id))
         return None
 
-    def set_trust(self, entry_id: str, trust: str, verification: dict) -> None:
-        """Change an entry's trust level (with the verification record) and queue it for the Hub."""
+    def set_trust(self, entry_id: str, trust: str, verification: dict, runs: bytes | None = None) -> None:
+        """Change an entry's trust level (with the verification record and the packed runs it was
+        made with, ``runs``) and queue it for the Hub."""
         if trust not in TRUST_LEVELS:
             raise ValueError(f"trust must be one of {TRUST_LEVELS}")
         with self._transaction() as conn:
             conn.execute("UPDATE submissions SET trust = ?, verification_json = ? WHERE id = ?",
                          (trust, json.dumps(verification, sort_keys=True, allow_nan=False), entry_id))
+            if runs is not None:
+                conn.execute("INSERT OR REPLACE INTO verifications VALUES (?, ?)", (entry_id, sqlite3.Binary(runs)))
             self._enqueue(conn, entry_id, with_bundle=False)
 
     def adopt(self, entry_id: str, submitted_at: str, trust: str, verification: dict | None) -> None:
@@ -351,9 +342,11 @@ class LeaderboardStore:
             stored = {r[0] for r in self._conn.execute("SELECT id FROM submissions")}
             return stored | {r[0] for r in self._conn.execute("SELECT id FROM quarantine")}
 
-    def archive(self, entry_id: str) -> bytes | None:
+    def archive(self, entry_id: str, table: str = "bundles") -> bytes | None:
+        """The entry's raw bundle (``table="verifications"``: its verification's packed runs)."""
+        key = "entry_id" if table == "verifications" else "submission_id"
         with self._lock:
-            row = self._conn.execute("SELECT archive FROM bundles WHERE submission_id = ?", (entry_id,)).fetchone()
+            row = self._conn.execute(f"SELECT archive FROM {table} WHERE {key} = ?", (entry_id,)).fetchone()
         return bytes(row[0]) if row else None
 
     def known_names(self) -> set[str]:

@@ -6,7 +6,8 @@ never blocks a page or a request:
 1. it makes sure the dataset repo exists, retrying with backoff while the Hub cannot be reached;
 2. it restores every entry the repo holds and the local store lacks (a fresh Space, or a store
    that lost some): each bundle is checked against its document's hash and re-validated
-   (``restore_entry``), keeps the document's ISO date, never its trust level; an entry that fails
+   (``restore_entry``), keeps the document's ISO date, never its trust level (a verification is
+   re-checked on its stored runs, ``verifications/<id>``); an entry that fails
    in any way is skipped and reported, and pushes run even while the restore keeps failing;
 3. it pushes the outbox (the entries whose current state has not reached the repo: new ones,
    verified ones), one commit per entry, oldest first; a failed push is retried with
@@ -82,7 +83,7 @@ class MirrorSync:
     """Restore and push in one background thread (module docstring)."""
 
     def __init__(self, store: LeaderboardStore, mirror: HubMirror,
-                 restore_entry: Callable[[str, dict | None, bytes], object], clock: Callable[[], float] = time.time):
+                 restore_entry: Callable[[str, dict | None, bytes, bytes | None], object], clock: Callable[[], float] = time.time):
         self.store, self.mirror, self.restore_entry, self.clock = store, mirror, restore_entry, clock
         self._status = SyncStatus(repo_id=mirror.repo_id)
         self._wake = threading.Event()
@@ -119,13 +120,19 @@ class MirrorSync:
             for path in listing.foreign:
                 self._skip(path, "not a board entry id (sb- and 12 hex digits)")
             for entry_id in sorted(listing.ids - have):
+                if entry_id in have:  # restored meanwhile under the id it was re-issued (.restore)
+                    continue
                 if entry_id not in listing.bundles:
                     self._skip(entry_id, "entry document without its bundle")
                     continue
                 try:
                     document, archive = self.mirror.read_entry(listing, entry_id)
-                    self.restore_entry(entry_id, document, archive)
-                    added += 1
+                    runs = self.mirror.read_verification(listing, entry_id) if (document or {}).get(
+                        "trust") == "verified" else None
+                    entry = self.restore_entry(entry_id, document, archive, runs)
+                    if entry is not None:
+                        added += 1
+                        have.add(getattr(entry, "id", entry_id))
                 except Exception as exc:  # whatever it is (RecursionError, MemoryError ...): this entry only
                     if _transport_error(exc):
                         raise  # the Hub failed, not the entry: the whole restore is retried, pushes go on
@@ -166,7 +173,8 @@ class MirrorSync:
         if entry is None:
             self.store.outbox_done(entry_id, "")
             return False
-        self.mirror.push(entry_document(entry), self.store.archive(entry_id) if with_bundle else None, stale)
+        runs = self.store.archive(entry_id, "verifications") if entry.trust == "verified" else None
+        self.mirror.push(entry_document(entry), self.store.archive(entry_id) if with_bundle else None, stale, runs)
         self.store.outbox_done(entry_id, state)
         return True
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 
 from speedbench.analysis.consistency import (
     check_acceptance_plausible,
@@ -287,42 +287,6 @@ def iso_date(value) -> str | None:
         return value if datetime.strptime(value, ISO_DATE).strftime(ISO_DATE) == value else None
     except ValueError:
         return None
-
-
-def restore_bundle(entry_id: str, document: dict | None, data: bytes, store: LeaderboardStore, known_builds: KnownBuilds) -> Entry:
-    """An entry from the Hub dataset (:mod:`.sync`), re-validated: the bundle passes the same checks
-    as an upload (nothing is trusted because it came from the repo) and its metrics are recomputed.
-    From the document only the date is taken, and only as an ISO date; the id must be the one the
-    board issues for the recomputed measurement (``entry_id_for``), else the entry is refused.
-    Trust is never read from the document: the entry is restored self-reported, and one whose
-    document says verified gets the warning ``restored.verification_unchecked`` (a maintainer
-    verifies it again). A bundle without a document, or whose document has no ISO date, is dated by
-    its earliest measured request and says so in a warning."""
-    bundle = parse_bundle(data, known_builds, STORED_LIMITS)
-    expected = entry_id_for(bundle.measurement_sha256)
-    if entry_id != expected:
-        raise BundleRejected(f"entry id {ascii(entry_id)} is not the id of its measurement ({expected})",
-                             rule="restored.id_mismatch")
-    metrics = compute_entry_metrics(bundle)
-    warnings = entry_warnings(bundle, metrics, store)
-    doc = document or {}
-    submitted_at = iso_date(doc.get("submitted_at"))
-    if submitted_at is None:
-        first = min(r.started_unix_s for run in bundle.runs for r in run.records)
-        submitted_at = datetime.fromtimestamp(first, timezone.utc).strftime(ISO_DATE)
-        what = "without its entry document" if document is None else "whose entry document has no ISO date"
-        warnings.append({"code": "restored.no_entry_document" if document is None else "restored.no_date",
-                         "message": f"restored from a bundle {what}: dated by its first request"})
-    if doc.get("trust") not in (None, "self-reported"):
-        warnings.append({"code": "restored.verification_unchecked",
-                         "message": "the Hub copy's document says verified; the verification was not re-checked "
-                                    "here, so the entry is self-reported until a maintainer verifies it again"})
-    return store.add(bundle_sha256=bundle.bundle_sha256, archive_sha256=bundle.archive_sha256, archive=data,
-                     schema_version=bundle.schema_version, metadata=bundle.metadata.to_dict(), metrics=metrics,
-                     metrics_version=METRICS_VERSION, submitted_at=submitted_at,
-                     measurement_sha256=bundle.measurement_sha256, tokens_sha256=bundle.tokens_sha256,
-                     warnings=warnings, entry_id=entry_id, trust="self-reported", verification=None,
-                     digest_version=canonical.DIGEST_VERSION, enqueue=False)
 
 
 def recompute_from_archive(data: bytes, known_builds: KnownBuilds) -> tuple[dict, str]:

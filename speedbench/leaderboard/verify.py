@@ -22,10 +22,14 @@ same validation and recomputation as an upload, and marks the entry ``verified``
    - measured speedup at each load point: within 20%.
 
 The verification record stored with the entry (and copied to the Hub dataset) says who verified,
-when, with which runs (their measurement digest and manifests) and every check with its numbers.
+when, with which runs (their measurement digest and manifests) and every check with its numbers;
+the runs themselves, packed as a bundle, are stored beside it (``verifications/<id>.tar.gz`` in the
+Hub dataset). An entry restored from the Hub is verified only when :func:`recheck` passes again on
+those runs; otherwise it is restored self-reported with a warning saying why.
 """
 from __future__ import annotations
 
+import hashlib
 import unicodedata
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
@@ -105,13 +109,15 @@ def _unix(stamp: str) -> float:
     return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp()
 
 
-def independence(store: LeaderboardStore, entry: Entry, fresh: ValidatedBundle, known_builds: KnownBuilds) -> list[dict]:
-    """The checks that the fresh runs are a new measurement of the entry's setup (module docstring)."""
+def independence(store: LeaderboardStore, entry: Entry, fresh: ValidatedBundle, known_builds: KnownBuilds,
+                 stored: ValidatedBundle | None = None) -> list[dict]:
+    """The checks that the fresh runs are a new measurement of the entry's setup (module docstring);
+    ``stored``: the entry's bundle parsed already (a restore, before the entry is stored)."""
     checks = []
     twin = store.has_measurement(fresh.measurement_sha256)
     checks.append({"figure": "independent: not a measurement on the board", "stored": twin,
                    "fresh": fresh.measurement_sha256[:16], "ok": twin is None})
-    stored = parse_bundle(store.archive(entry.id), known_builds, STORED_LIMITS)
+    stored = stored or parse_bundle(store.archive(entry.id), known_builds, STORED_LIMITS)
     timings: dict = {}
     for run in stored.runs:
         for key, times in canonical.request_timings(run).items():
@@ -145,16 +151,60 @@ def _run_summary(run) -> dict:
 def verify_entry(store: LeaderboardStore, entry: Entry, known_builds: KnownBuilds, run_dirs: list[Path],
                  baseline_dirs: list[Path] = (), tol: Tolerances = Tolerances(),
                  verifier: str = "") -> tuple[bool, list[dict]]:
-    """Compare fresh runs with ``entry``; mark it verified when every check holds."""
-    bundle = parse_bundle(pack_bundle(list(run_dirs), entry.metadata, list(baseline_dirs)), known_builds)
+    """Compare fresh runs with ``entry``; mark it verified when every check holds (the packed runs
+    are stored with the record: a restore from the Hub re-checks them, :func:`recheck`)."""
+    packed = pack_bundle(list(run_dirs), entry.metadata, list(baseline_dirs))
+    bundle = parse_bundle(packed, known_builds)
     checks = independence(store, entry, bundle, known_builds)
     checks += compare_metrics(entry.metrics, compute_entry_metrics(bundle), tol)
     ok = all(c["ok"] for c in checks)
     if ok:
         from speedbench import __version__
 
-        store.set_trust(entry.id, "verified", {
-            "verified_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "verifier": verifier,
-            "measurement_sha256": bundle.measurement_sha256, "runs": [_run_summary(r) for r in bundle.runs],
-            "tolerances": asdict(tol), "speedbench_version": __version__, "checks": checks})
+        store.set_trust(entry.id, "verified", _record(
+            datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), verifier, bundle, packed, tol,
+            __version__, checks), runs=packed)
     return ok, checks
+
+
+def _record(verified_at: str, verifier: str, bundle: ValidatedBundle, packed: bytes, tol: Tolerances,
+            version: str, checks: list[dict]) -> dict:
+    return {"verified_at": verified_at, "verifier": verifier, "measurement_sha256": bundle.measurement_sha256,
+            "runs_archive_sha256": hashlib.sha256(packed).hexdigest(), "runs": [_run_summary(r) for r in bundle.runs],
+            "tolerances": asdict(tol), "speedbench_version": version, "checks": checks}
+
+
+def recheck(entry: Entry, stored: ValidatedBundle, record, packed: bytes | None, store: LeaderboardStore,
+            known_builds: KnownBuilds) -> tuple[dict | None, str]:
+    """A verification read from the Hub dataset, re-made here: (the record, "") when ``packed`` (its
+    stored runs) passes the upload checks and every check of :func:`verify_entry` again, with the
+    board's own tolerances (never the record's), else (None, why not). From ``record`` only the
+    date (ISO), the verifier's name (plain text, at most ``MAX_VERIFIER_CHARS``) and the runs'
+    hash are read; every figure is recomputed. ``entry``: the restored entry, not stored yet."""
+    from speedbench.leaderboard.validate import iso_date
+
+    record = record if isinstance(record, dict) else {}
+    verified_at, verifier = iso_date(record.get("verified_at")), record.get("verifier")
+    if packed is None:
+        return None, "its verification runs are not in the Hub dataset"
+    if record.get("runs_archive_sha256") != hashlib.sha256(packed).hexdigest():
+        return None, "its verification runs are not the ones its record names (runs_archive_sha256)"
+    if verified_at is None or not _plain_name(verifier):
+        return None, "its verification record has no ISO date or no plain verifier name"
+    bundle = parse_bundle(packed, known_builds, STORED_LIMITS)
+    tol = Tolerances()
+    checks = independence(store, entry, bundle, known_builds, stored)
+    checks += compare_metrics(entry.metrics, compute_entry_metrics(bundle), tol)
+    failed = [c["figure"] for c in checks if not c["ok"]]
+    if failed:
+        return None, f"its verification runs no longer pass: {', '.join(failed[:3])}"
+    version = record.get("speedbench_version")
+    return _record(verified_at, verifier, bundle, packed, tol, version if _plain_name(version) else "", checks), ""
+
+
+MAX_VERIFIER_CHARS = 120
+
+
+def _plain_name(value) -> bool:
+    """A short line of printable text (a name the board shows as plain text)."""
+    return isinstance(value, str) and 0 < len(value) <= MAX_VERIFIER_CHARS and value.isprintable()

@@ -17,7 +17,8 @@ from speedbench.leaderboard.mirror import HubMirror
 from speedbench.leaderboard.store import LeaderboardStore
 from speedbench.leaderboard.sync import MirrorSync, backoff
 from speedbench.leaderboard.store import entry_id_for
-from speedbench.leaderboard.validate import parse_bundle, restore_bundle, submit_bundle
+from speedbench.leaderboard.restore import restore_bundle
+from speedbench.leaderboard.validate import parse_bundle, submit_bundle
 
 hub_faults = sys.modules["speedbench_leaderboard_test_fixtures"].load_helpers("hub_faults")
 REPO = "speedbench/board"
@@ -42,7 +43,7 @@ def sync_for(store, hub_url, known_builds, clock=lambda: 1000.0) -> MirrorSync:
     from huggingface_hub import HfApi
 
     mirror = HubMirror(REPO, api=HfApi(endpoint=hub_url, token="hf_test"))
-    return MirrorSync(store, mirror, lambda i, d, a: restore_bundle(i, d, a, store, known_builds), clock=clock)
+    return MirrorSync(store, mirror, lambda i, d, a, v: restore_bundle(i, d, a, store, known_builds, v), clock=clock)
 
 
 def test_each_entry_lands_as_one_commit_of_its_bundle_and_document(seeded_store, known_builds, valid_bundle, hub):

@@ -13,7 +13,8 @@ import pytest
 from speedbench.leaderboard.mirror import MAX_DOCUMENT_BYTES, HubMirror
 from speedbench.leaderboard.store import LeaderboardStore, entry_id_for
 from speedbench.leaderboard.sync import MirrorSync
-from speedbench.leaderboard.validate import parse_bundle, restore_bundle, submit_bundle
+from speedbench.leaderboard.restore import restore_bundle
+from speedbench.leaderboard.validate import parse_bundle, submit_bundle
 
 hub_faults = sys.modules["speedbench_leaderboard_test_fixtures"].load_helpers("hub_faults")
 REPO = "speedbench/board"
@@ -32,7 +33,7 @@ def sync_for(store, hub_url, known_builds) -> MirrorSync:
     from huggingface_hub import HfApi
 
     mirror = HubMirror(REPO, api=HfApi(endpoint=hub_url, token="hf_test"))
-    return MirrorSync(store, mirror, lambda i, d, a: restore_bundle(i, d, a, store, known_builds))
+    return MirrorSync(store, mirror, lambda i, d, a, v: restore_bundle(i, d, a, store, known_builds, v))
 
 
 def board_id(bundle: bytes, known_builds) -> str:
@@ -81,10 +82,10 @@ def test_any_exception_of_one_entry_skips_it_only(known_builds, seed_bundles, hu
     sync = sync_for(store, hub.url, known_builds)
     first = min(ids)
 
-    def restore(entry_id, doc, archive):
+    def restore(entry_id, doc, archive, runs):
         if entry_id == first:
             raise RecursionError("maximum recursion depth exceeded")
-        return restore_bundle(entry_id, doc, archive, store, known_builds)
+        return restore_bundle(entry_id, doc, archive, store, known_builds, runs)
 
     sync.restore_entry = restore
     assert sync.restore_missing() == 1
@@ -147,16 +148,18 @@ def test_a_file_name_that_is_not_a_board_id_is_skipped_unread(known_builds, vali
     store.close()
 
 
-def test_an_id_that_is_not_its_measurement_s_is_refused(known_builds, valid_bundle, hub, tmp_path):
-    """Well formed, but not what the board issues for this bundle: it would let anyone pick ids."""
+def test_an_id_that_is_not_its_measurement_s_is_never_taken(known_builds, valid_bundle, hub, tmp_path):
+    """Well formed, but not what the board issues for this bundle (an older digest version's, or
+    picked by whoever wrote the file): the entry is re-issued the id of its measurement, with a note."""
     hub.put(REPO, {"entries/sb-0123456789ab.json": document("sb-0123456789ab"),
                    "bundles/sb-0123456789ab.tar.gz": valid_bundle})
     store = LeaderboardStore(tmp_path / "restored.sqlite3")
     sync = sync_for(store, hub.url, known_builds)
-    assert sync.restore_missing() == 0 and store.count() == 0
+    assert sync.restore_missing() == 1 and sync.status().skipped == []
     expected = board_id(valid_bundle, known_builds)
-    assert f"not the id of its measurement ({expected})" in sync.status().skipped[0]
-    assert "restored.id_mismatch" in sync.status().skipped[0]
+    assert [e.id for e in store.entries()] == [expected]
+    assert "sb-0123456789ab" in [w for w in store.get(expected).warnings if w["code"] == "restored.id_reissued"][0][
+        "message"]
     store.close()
 
 

@@ -4,6 +4,7 @@ body that does not arrive in time is answered 408; past the cap on requests in f
 answers 503. Against the real app on a 127.0.0.1 port, with raw sockets as the hostile clients."""
 from __future__ import annotations
 
+import json
 import os
 import runpy
 import shutil
@@ -136,7 +137,8 @@ def test_the_about_tab_states_the_bounds_this_space_runs_under():
     from speedbench.leaderboard.admission import Budget
     from speedbench.leaderboard.archive import ArchiveLimits
 
-    text = " ".join(about.promises(ArchiveLimits(), Budget(), 6, GuardLimits(10, 30.0, 90.0), 7).split())
+    text = " ".join(about.promises(ArchiveLimits(), Budget(), 6, GuardLimits(10, 30.0, 90.0, 15.0, 99), 7).split())
+    assert "not sent its request head within 15 s is closed" in text and "past 99 open connections" in text
     assert "may send 7 uploads an hour" in text
     assert "deleted once it is 90 s old" in text and "within 30 s" in text and "at most 10 requests" in text
     assert "2 hours" not in text
@@ -162,6 +164,35 @@ def test_uploads_past_the_submitter_s_quota_are_refused_before_they_are_read(tmp
         assert [a["status"] for a in answers] == ["accepted", "rejected", "rejected"]
         assert "duplicate" in answers[1]["message"]  # the second was read (within the quota)
         assert "[rule quota.uploads]" in answers[2]["message"] and "at most 2 uploads per hour" in answers[2]["message"]
+    finally:
+        demo.close()
+        demo.store.close()
+
+
+def test_a_4_mib_search_is_refused_413_unread_and_a_real_search_still_filters(tmp_path, seeded_db_template,
+                                                                                known_builds_dir):
+    """Every request body but an upload's is at most max_body_bytes: the search flood's 4 MiB JSON is
+    answered 413 by its Content-Length, and one sent without a length once past the cap."""
+    port, demo = _space(tmp_path, seeded_db_template, known_builds_dir, max_body_bytes=64 * 1024)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        index = next(i for i, f in demo.fns.items() if f.name == "table")
+        flood = {"data": ["q" * (4 * 2**20), [], [], [], "any", "Mean AL", True, False], "fn_index": index,
+                 "session_hash": "flood", "event_data": None, "trigger_id": None}
+        answer = httpx.post(f"{url}gradio_api/queue/join", json=flood, timeout=DEADLINE_S)
+        assert answer.status_code == 413 and "over 65536 bytes" in answer.text
+
+        body = json.dumps(flood).encode()
+        chunks = (body[i:i + 2**16] for i in range(0, len(body), 2**16))  # no Content-Length: chunked
+        answer = httpx.post(f"{url}gradio_api/queue/join", content=chunks,
+                            headers={"content-type": "application/json"}, timeout=DEADLINE_S)
+        assert answer.status_code == 413
+
+        model = demo.store.entries()[0].metadata["model"]
+        expected = sorted(e.id for e in demo.store.entries() if model in e.metadata["model"])
+        frame = web["ui_call"](url, index, [model, [], [], [], "any", "Mean AL", True, False])[0]["value"]
+        column = frame["headers"].index("Entry")
+        assert sorted(r[column] for r in frame["data"]) == expected and 0 < len(expected) < demo.store.count()
     finally:
         demo.close()
         demo.store.close()
