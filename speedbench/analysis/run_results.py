@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from speedbench.analysis.consistency import check_record
+from speedbench.analysis.selection import successful
 from speedbench.metrics.client_timing import client_timing
 from speedbench.metrics.degenerate import degenerate_guard
 from speedbench.metrics.acceptance.agreement import compare_sources, counter_summary
@@ -158,7 +159,7 @@ def analyse_point(point: str, records: list[TurnRecord], engine: str, counter_en
     ``draft_nodes``: a draft tree's nodes per verify (the server's description), None for a chain;
     ``synthetic``: the engine replaced acceptance by synthetic rates (the pinned guard says so)."""
     measured = [r for r in records if not r.warmup]
-    ok = [r for r in measured if r.ok]
+    ok = successful(records)  # the records the acceptance figures come from (speedbench.analysis.selection)
     counters = counter_summary(engine, counter_entry, len(ok))
     engine_k = reported_draft_length(ok)
     acc = record_acceptance(ok, resolve_draft_length(draft_length, engine_k, (counters or {}).get("draft_length")),
