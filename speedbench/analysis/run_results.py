@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from speedbench.analysis.consistency import check_record
+from speedbench.analysis.results_types import RunResults
 from speedbench.analysis.selection import successful
 from speedbench.metrics.client_timing import client_timing
 from speedbench.metrics.degenerate import degenerate_guard
@@ -205,9 +206,16 @@ def analyse_point(point: str, records: list[TurnRecord], engine: str, counter_en
 def compute_results(run: str | Path | RunFolder, tolerance: float = AGREEMENT_TOLERANCE,
                     num_resamples: int = NUM_RESAMPLES,
                     draft_length: int | None = None) -> dict:
+    """``results.json`` as a JSON object: :func:`run_results`' ``to_dict()``."""
+    return run_results(run, tolerance, num_resamples, draft_length).to_dict()
+
+
+def run_results(run: str | Path | RunFolder, tolerance: float = AGREEMENT_TOLERANCE,
+                num_resamples: int = NUM_RESAMPLES, draft_length: int | None = None) -> RunResults:
     """Results of every load point of a run folder (a path, read with
-    :func:`speedbench.analysis.run_folder.read_run_folder`, or a folder already read). ``draft_length`` is K
-    as the caller knows it; without it, K as the run declared it (:mod:`speedbench.metrics.acceptance.draft_length`)."""
+    :func:`speedbench.analysis.run_folder.read_run_folder`, or a folder already read), typed
+    (:mod:`speedbench.analysis.results_types`). ``draft_length`` is K as the caller knows it;
+    without it, K as the run declared it (:mod:`speedbench.metrics.acceptance.draft_length`)."""
     folder = run if isinstance(run, RunFolder) else read_run_folder(run)
     manifest = folder.manifest
     server_info = (manifest.server or {}).get("server_info")
@@ -219,14 +227,14 @@ def compute_results(run: str | Path | RunFolder, tolerance: float = AGREEMENT_TO
                             tolerance, num_resamples, draft_length, server_draft_nodes(server_info),
                             synthetic).to_dict()
               for point in folder.point_names]
-    return to_jsonable({
+    return RunResults.from_dict(to_jsonable({
         "format_version": RESULTS_FORMAT_VERSION,
         "engine": manifest.engine, "model_id": manifest.model_id,
         "engine_version": manifest.engine_version, "dataset_config": manifest.dataset_config,
         "manifest": MANIFEST_NAME, "records": RECORDS_NAME, "points": points,
         # the subset a run took of its config (client/data/selection.py); partial: not every row
         "selection": (manifest.options or {}).get("selection"),
-    })
+    }), "results")
 
 
-__all__ = ["PointResult", "RESULTS_FORMAT_VERSION", "analyse_point", "compute_results"]
+__all__ = ["PointResult", "RESULTS_FORMAT_VERSION", "analyse_point", "compute_results", "run_results"]
