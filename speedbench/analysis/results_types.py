@@ -131,6 +131,7 @@ class AcceptanceFigures(Section):
     acceptance_length_request_weighted: float | None = None
     acceptance_length_drafted: float | None = None
     tokens_per_decode_step: float | None = None
+    tokens_per_decode_step_ci: list | None = None
     mean_acceptance_rate: float | None = None
     conditional_acceptance_rate: list | None = None
     conditional_acceptance_rate_ci: list | None = None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from speedbench.analysis.results_types import PointFigures
 from speedbench.metrics.latency import per_request_latency, timings_from_lists
 from speedbench.metrics.speedup import category_speedups
 from speedbench.records import TurnRecord
@@ -44,16 +45,15 @@ def _columns(records: list[TurnRecord]) -> tuple[list[str], list[str], list[floa
     return turn_ids(done), [r.category for r in done], [r.e2e_s for r in done], decode_speeds(done)
 
 
-def _tokens_per_step(point: dict) -> dict[str, tuple[float, list[float] | None]]:
-    sources = point.get("acceptance") or {}
-    summary = sources.get(point.get("primary_acceptance_source") or "") or {}
-    return {c: (s["tokens_per_decode_step"], s.get("tokens_per_decode_step_ci"))
-            for c, s in (summary.get("per_category") or {}).items() if s.get("tokens_per_decode_step") is not None}
+def _tokens_per_step(point: PointFigures) -> dict[str, tuple[float, list[float] | None]]:
+    per_category = point.primary.per_category if point.primary else {}
+    return {c: (s.tokens_per_decode_step, s.tokens_per_decode_step_ci)
+            for c, s in per_category.items() if s.tokens_per_decode_step is not None}
 
 
 def _entry(analysed: dict, run_id: str, concurrency: int) -> dict | None:
     return next((a for (rid, _), a in analysed.items()
-                 if rid == run_id and a["point"].get("requested_concurrency") == concurrency), None)
+                 if rid == run_id and a["point"].requested_concurrency == concurrency), None)
 
 
 def category_speedup_rows(speedup: list[dict], analysed: dict[tuple[str, str], dict],
