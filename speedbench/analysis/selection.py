@@ -18,24 +18,35 @@ The rule, in order:
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol, TypeVar
 
 from speedbench.records import TurnRecord
 
-if TYPE_CHECKING:  # run_folder imports this module (RunFolder.records is step 3)
-    from speedbench.analysis.run_folder import RunFolder
+
+class Run(Protocol):
+    """What the rule reads of a run: :class:`speedbench.analysis.run_folder.RunFolder` (not imported:
+    ``RunFolder.records`` is step 3 of this rule, so run_folder imports this module)."""
+
+    role: str | None
+    all_records: list[TurnRecord]
+
+    @property
+    def isl_bucket(self) -> str | None: ...
+
+
+R = TypeVar("R", bound=Run)
 
 SD_ROLE = "sd"
 
 
-def acceptance_runs(runs: Sequence["RunFolder"]) -> list["RunFolder"]:
+def acceptance_runs(runs: Sequence[R]) -> list[R]:
     """Step 1: the SD runs whose records give AL, the Qualitative split when present."""
     sd = [r for r in runs if r.role in (None, SD_ROLE)]
     qualitative = [r for r in sd if r.isl_bucket is None]
     return qualitative or sd
 
 
-def acceptance_records(runs: "RunFolder | Sequence[RunFolder]", point: str | None = None) -> list[TurnRecord]:
+def acceptance_records(runs: Run | Sequence[Run], point: str | None = None) -> list[TurnRecord]:
     """The measured, successful records the acceptance figures are computed from (steps 1-3)."""
     chosen = acceptance_runs([runs] if hasattr(runs, "all_records") else runs)
     return [record for run in chosen for record in successful(run.all_records)
