@@ -98,6 +98,16 @@ class ReportData:
         })
 
 
+@dataclass
+class AnalysedPoint:
+    """One load point of one run as the report analysed it: its figures, its row of the points table
+    and its measured records (what the speedup tables pair)."""
+
+    point: PointFigures
+    row: dict[str, Any]
+    records: list[TurnRecord]
+
+
 def analyse_run(run: RunFolder, options: ReportOptions) -> list[PointFigures]:
     """The per-point analysis (the one ``speedbench run`` writes), recomputed from the run's records."""
     # K = 0 tells the analysis that a baseline run has no draft tokens to measure.
@@ -236,21 +246,21 @@ def _e2e_by_turn(records: list[TurnRecord]) -> tuple[list[float], list[str]]:
     return [r.e2e_s for r in done], turn_ids(done)
 
 
-def _speedup_rows(runs: list[RunFolder], analysed: dict[tuple[str, str], dict]) -> list[dict]:
+def _speedup_rows(runs: list[RunFolder], analysed: dict[tuple[str, str], AnalysedPoint]) -> list[dict]:
     rows = []
     for sd in (r for r in runs if r.speculative):
         for base in (b for b in runs if not b.speculative and b.dataset_config == sd.dataset_config):
-            base_points = {a["point"].requested_concurrency: a for (rid, _), a in analysed.items()
-                           if rid == base.run_id and a["point"].requested_concurrency is not None}
+            base_points = {a.point.requested_concurrency: a for (rid, _), a in analysed.items()
+                           if rid == base.run_id and a.point.requested_concurrency is not None}
             for (rid, _), sd_entry in analysed.items():
-                concurrency = sd_entry["point"].requested_concurrency
+                concurrency = sd_entry.point.requested_concurrency
                 if rid != sd.run_id or concurrency not in base_points:
                     continue
-                a, b = base_points[concurrency]["row"], sd_entry["row"]
+                a, b = base_points[concurrency].row, sd_entry.row
                 if not (a.get("output_tps") and b.get("output_tps")):
                     continue
-                lat_a, ids_a = _e2e_by_turn(base_points[concurrency]["records"])
-                lat_b, ids_b = _e2e_by_turn(sd_entry["records"])
+                lat_a, ids_a = _e2e_by_turn(base_points[concurrency].records)
+                lat_b, ids_b = _e2e_by_turn(sd_entry.records)
                 measured = M.measured_speedup(a["output_tps"], b["output_tps"], latencies_ar=lat_a, latencies_sd=lat_b,
                                               question_ids_ar=ids_a, question_ids_sd=ids_b)
                 row = {"dataset_config": sd.dataset_config, "isl_bucket": sd.isl_bucket, "concurrency": concurrency,
@@ -264,7 +274,7 @@ def _speedup_rows(runs: list[RunFolder], analysed: dict[tuple[str, str], dict]) 
                        "estimate_error": None}
                 # Appendix G needs per-step latencies (chunks that are verification steps) and the
                 # tokens per decode step (t_sd is the mean over all decode steps).
-                steps_ok = all(r.chunks_are_steps for r in sd_entry["records"] + base_points[concurrency]["records"]
+                steps_ok = all(r.chunks_are_steps for r in sd_entry.records + base_points[concurrency].records
                                if r.ok)
                 estimate = appendix_g_estimate(row["t_ar_s"], row["t_sd_s"], row["tokens_per_decode_step"], steps_ok)
                 if estimate is not None:
@@ -278,8 +288,8 @@ def _best_draft_rows(runs: list[RunFolder], analysed: dict) -> list[dict]:
     rows = []
     for config in sorted({r.dataset_config for r in runs}):
         members = {r.run_id for r in runs if r.dataset_config == config}
-        entries = [a["row"] for (rid, _), a in analysed.items() if rid in members
-                   and a["row"].get("output_tps") and a["row"].get("requested_concurrency")]
+        entries = [a.row for (rid, _), a in analysed.items() if rid in members
+                   and a.row.get("output_tps") and a.row.get("requested_concurrency")]
         if len({e["draft_length"] for e in entries if e["draft_length"] > 0}) < 2:
             continue  # fewer than two draft lengths: nothing to choose
         conc = [e["requested_concurrency"] for e in entries]
@@ -336,7 +346,7 @@ def _partial_config_rows(run: RunFolder) -> list[dict]:
 
 def compute_report(runs: list[RunFolder], options: ReportOptions | None = None) -> ReportData:
     options = options or ReportOptions()
-    analysed: dict[tuple[str, str], dict] = {}
+    analysed: dict[tuple[str, str], AnalysedPoint] = {}
     points, acceptance, positions, flags = [], [], [], []
     details: dict[str, Any] = {}
     for run in runs:
@@ -346,7 +356,7 @@ def compute_report(runs: list[RunFolder], options: ReportOptions | None = None) 
             name = point.run_point
             records = records_by_point.get(name, [])
             row = point_row(run, point, records)
-            analysed[(run.run_id, name)] = {"point": point, "row": row, "records": records}
+            analysed[(run.run_id, name)] = AnalysedPoint(point, row, records)
             points.append(row)
             flags += _flag_rows(run, point, records)
             rows, pos = _acceptance_rows(run, point)
