@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,13 +13,11 @@ from speedbench.analysis.run_folder import read_run_folder
 from speedbench.analysis.run_results import analyse_point, compute_results
 from speedbench.metrics.results import to_jsonable
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "report"))
-from conftest import write_run  # noqa: E402  (the report tests' synthetic run folders)
 
-
-@pytest.fixture(scope="module")
-def sd_run(tmp_path_factory) -> Path:
-    return write_run(tmp_path_factory.mktemp("results") / "sd", speculative=True, step_s=0.02, seed=1)
+@pytest.fixture
+def sd_run(tmp_path, run_writer) -> Path:
+    """A synthetic SD run folder (tests/report/conftest.py): 3 categories x 6 requests at c1 and c2."""
+    return run_writer(tmp_path / "sd", speculative=True, step_s=0.02, seed=1)
 
 
 def _assembled(path: Path) -> dict:
