@@ -62,8 +62,10 @@ def _parse(value: Any, kind: Any, where: str) -> Any:
 def _expect(value: Any, kind: Any, where: str) -> None:
     if kind is Any:
         return
-    ok = (isinstance(value, (int, float)) and not isinstance(value, bool)) if kind is float else \
-        (isinstance(value, int) and not isinstance(value, bool)) if kind is int else isinstance(value, kind)
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    # a count written as 12.0 is still a count (kept as written: the file stays byte-identical)
+    ok = number if kind is float else (number and float(value).is_integer()) if kind is int else \
+        isinstance(value, kind)
     if not ok:
         raise ResultsFormatError(f"{where}: expected {_NAMES.get(kind, kind.__name__)}, got {value!r:.80}")
 

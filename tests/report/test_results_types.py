@@ -67,6 +67,7 @@ def test_a_new_key_stays_in_its_place():
     (lambda r: r["points"][0].update(num_requests=True), "results.points[0].num_requests: expected an integer"),
     (lambda r: r.update(points={}), "results.points: expected a list, got {}"),
     (lambda r: r["points"][0]["totals"].update(ok="3"), "results.points[0].totals.ok: expected an integer, got '3'"),
+    (lambda r: r["points"][0]["totals"].update(ok=2.5), "results.points[0].totals.ok: expected an integer, got 2.5"),
 ])
 def test_a_strangers_results_are_refused_naming_the_field(sd_run, change, message):
     results = compute_results(sd_run, num_resamples=0, draft_length=4)
