@@ -74,3 +74,24 @@ def test_the_step_rule_follows_the_spec(monkeypatch):
     flipped = dict(engines.REGISTRY, vllm=dataclasses.replace(engines.get("vllm"), verify_steps_are_decode_steps=True))
     monkeypatch.setattr(engines, "REGISTRY", flipped)
     assert _verify_steps_are_decode_steps("vllm.metrics") is True
+
+
+def test_the_local_launcher_and_the_peer_view_are_read_from_the_spec(monkeypatch):
+    """EngineConfig, LocalEngine and the peer views test no engine name: change a spec and they follow."""
+    from speedbench.engine.config import EngineConfig
+    from speedbench.peers import sglang_bench
+
+    assert engines.canonical("llama.cpp") == "llamacpp" and engines.canonical("vllm") == "vllm"
+    assert {n: s.launcher.speculation_modes for n, s in engines.REGISTRY.items() if s.launcher} == {
+        "vllm": ("none", "draft", "ngram"), "sglang": ("none", "ngram", "draft", "draft-tree"), "llamacpp": ()}
+    flipped = dict(engines.REGISTRY)
+    llamacpp = flipped["llamacpp"]
+    flipped["llamacpp"] = dataclasses.replace(llamacpp, launcher=dataclasses.replace(
+        llamacpp.launcher, startup_timeout_s=7.0, speculation_modes=("none",)), peer_view="sglang")
+    flipped["sglang"] = dataclasses.replace(flipped["sglang"], peer_view=None)
+    monkeypatch.setattr(engines, "REGISTRY", flipped)
+    assert EngineConfig(engine="llama.cpp", speculation="none").startup_timeout == 7.0
+    with pytest.raises(ValueError, match="'draft' is not available with llama.cpp; expected one of none"):
+        EngineConfig(engine="llamacpp", speculation="draft")
+    assert not any("none for engine" in n for n in sglang_bench.view([], "llamacpp").notes)
+    assert any("none for engine 'sglang'" in n for n in sglang_bench.view([], "sglang").notes)

@@ -26,6 +26,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from speedbench.analysis.selection import successful
 from speedbench.metrics.acceptance.draft_length import Speculation, run_speculation
 from speedbench.records import (
     COUNTERS_NAME,
@@ -99,8 +100,9 @@ class RunFolder:
 
     @cached_property
     def records(self) -> list[TurnRecord]:
-        """The measured, successful request-turns: what every figure is computed from."""
-        return [r for r in self.measured if r.ok]
+        """The measured, successful request-turns: what every figure is computed from
+        (:func:`speedbench.analysis.selection.successful`)."""
+        return successful(self.all_records)
 
     @property
     def num_errors(self) -> int:

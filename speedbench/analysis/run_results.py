@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from speedbench.analysis.consistency import check_record
+from speedbench.analysis.results_types import RunResults
 from speedbench.analysis.run_coverage import coverage_fields, run_plan
+from speedbench.analysis.selection import successful
 from speedbench.metrics.client_timing import client_timing
 from speedbench.metrics.degenerate import degenerate_guard
 from speedbench.metrics.acceptance.agreement import compare_sources, counter_summary, explain_lost_streams
@@ -159,7 +161,7 @@ def analyse_point(point: str, records: list[TurnRecord], engine: str, counter_en
     ``draft_nodes``: a draft tree's nodes per verify (the server's description), None for a chain;
     ``synthetic``: the engine replaced acceptance by synthetic rates (the pinned guard says so)."""
     measured = [r for r in records if not r.warmup]
-    ok = [r for r in measured if r.ok]
+    ok = successful(records)  # the records the acceptance figures come from (speedbench.analysis.selection)
     counters = counter_summary(engine, counter_entry, len(ok))
     engine_k = reported_draft_length(ok)
     acc = record_acceptance(ok, resolve_draft_length(draft_length, engine_k, (counters or {}).get("draft_length")),
@@ -206,9 +208,16 @@ def analyse_point(point: str, records: list[TurnRecord], engine: str, counter_en
 def compute_results(run: str | Path | RunFolder, tolerance: float = AGREEMENT_TOLERANCE,
                     num_resamples: int = NUM_RESAMPLES,
                     draft_length: int | None = None) -> dict:
+    """``results.json`` as a JSON object: :func:`run_results`' ``to_dict()``."""
+    return run_results(run, tolerance, num_resamples, draft_length).to_dict()
+
+
+def run_results(run: str | Path | RunFolder, tolerance: float = AGREEMENT_TOLERANCE,
+                num_resamples: int = NUM_RESAMPLES, draft_length: int | None = None) -> RunResults:
     """Results of every load point of a run folder (a path, read with
-    :func:`speedbench.analysis.run_folder.read_run_folder`, or a folder already read). ``draft_length`` is K
-    as the caller knows it; without it, K as the run declared it (:mod:`speedbench.metrics.acceptance.draft_length`)."""
+    :func:`speedbench.analysis.run_folder.read_run_folder`, or a folder already read), typed
+    (:mod:`speedbench.analysis.results_types`). ``draft_length`` is K as the caller knows it;
+    without it, K as the run declared it (:mod:`speedbench.metrics.acceptance.draft_length`)."""
     folder = run if isinstance(run, RunFolder) else read_run_folder(run)
     manifest = folder.manifest
     server_info = (manifest.server or {}).get("server_info")
@@ -221,14 +230,14 @@ def compute_results(run: str | Path | RunFolder, tolerance: float = AGREEMENT_TO
                             synthetic).to_dict()
               for point in folder.point_names]
     _add_coverage(folder, points)
-    return to_jsonable({
+    return RunResults.from_dict(to_jsonable({
         "format_version": RESULTS_FORMAT_VERSION,
         "engine": manifest.engine, "model_id": manifest.model_id,
         "engine_version": manifest.engine_version, "dataset_config": manifest.dataset_config,
         "manifest": MANIFEST_NAME, "records": RECORDS_NAME, "points": points,
         # the subset a run took of its config (client/data/selection.py); partial: not every row
         "selection": (manifest.options or {}).get("selection"),
-    })
+    }), "results")
 
 
 def _add_coverage(folder: RunFolder, points: list[dict]) -> None:
@@ -240,4 +249,4 @@ def _add_coverage(folder: RunFolder, points: list[dict]) -> None:
         point.update(extra)
 
 
-__all__ = ["PointResult", "RESULTS_FORMAT_VERSION", "analyse_point", "compute_results"]
+__all__ = ["PointResult", "RESULTS_FORMAT_VERSION", "analyse_point", "compute_results", "run_results"]

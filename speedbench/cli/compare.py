@@ -99,6 +99,7 @@ def print_rows(rows, tool: str, point: str, view: dict) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from speedbench.analysis.results_types import PointFigures
     from speedbench.analysis.run_results import compute_results
     from speedbench.options import from_args
     from speedbench.peers.compare import MISMATCH, compare, detect_tool, select_point
@@ -113,12 +114,13 @@ def run(args: argparse.Namespace) -> int:
         folder = read_run_folder(args.run_dir)  # RunFolderError (a ValueError) names the file
         results = compute_results(folder, tolerance=analysis.agreement_tolerance,
                                   num_resamples=analysis.num_resamples)
-        point = select_point(results["points"], peer.get("meta") or {}, args.point)
+        point = PointFigures.from_dict(select_point(results["points"], peer.get("meta") or {}, args.point),
+                                       f"{args.run_dir} results")
     except (OSError, ValueError, KeyError) as error:
         print(f"speedbench compare: {error}", file=sys.stderr)
         return 2
-    name = point["run_point"]
-    view = point["peers"][tool]  # the peer view results.json holds
+    name = point.run_point
+    view = point.peers[tool]  # the peer view results.json holds
     count_tokens = _token_counter(folder.manifest.tokenizer_path, args.server_token_count) if tool == "aiperf" \
         else None
     if count_tokens is not None:  # aiperf re-counts the output from its text: the view again, with the tokenizer

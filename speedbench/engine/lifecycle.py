@@ -1,7 +1,9 @@
 """A server's start-up lifecycle, shared by the local engines (``LocalEngine``, vLLM's process)
 and the sweep's servers (``speedbench.sweep.server``): a free port, waiting for health.
 
-Standard library only: the sweep and the engines import it without the heavy modules.
+Standard library only, and no speedbench import: the sweep and the engines import it without the
+heavy modules, and vLLM's and SGLang's supervisor (``vllm_process.py``, under their venvs' Python
+where speedbench is not importable) loads this file by its path.
 """
 from __future__ import annotations
 

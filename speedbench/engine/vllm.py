@@ -37,6 +37,9 @@ def vllm_python() -> Path:
     return python
 
 
+python = vllm_python  # the supervised engine's interface (speedbench.engines.spec.LocalLauncher.supervised)
+
+
 def _model_folder(path: Path, models_dir: Path, *, q4_0: bool) -> Path:
     if path.is_dir():
         return path

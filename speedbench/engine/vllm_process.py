@@ -16,22 +16,26 @@ replaces ``-m vllm ... serve``.
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 GRACE_S = 20.0  # vLLM shuts its engine core down on SIGTERM; a few seconds on a busy machine
 _PR_SET_PDEATHSIG = 1
 
 
-def _free_port(host: str) -> int:
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
+def _lifecycle():
+    """``speedbench/engine/lifecycle.py`` (the one free-port rule), loaded by its path: speedbench is
+    not importable under ``.venv-vllm``'s Python, and that module is standard library only."""
+    spec = importlib.util.spec_from_file_location("speedbench_lifecycle", Path(__file__).with_name("lifecycle.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec
@@ -62,7 +66,7 @@ def main() -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the group; the parent decides
     request = json.loads(sys.stdin.readline())
     host = request["host"]
-    port = int(request["port"]) or _free_port(host)
+    port = int(request["port"]) or _lifecycle().free_port(host)
     # What follows the interpreter: `vllm serve` unless the request names another entry point
     # (SGLang: speedbench/engine/sglang_launch.py).
     python_args = request.get("python_args") or ["-m", "vllm.entrypoints.cli.main", "serve"]

@@ -6,13 +6,15 @@ Everything that depends on the engine reads the spec: the names ``--engine`` acc
 (``speedbench.settings.ENGINE_NAMES``), the adapter (``speedbench.client.engines.get_adapter``),
 its counters and the server flags each acceptance source needs
 (``speedbench.metrics.acceptance.counter_sources``), how its statistics count steps
-(``speedbench.metrics.acceptance.steps``, ``speedbench.analysis.consistency``).
+(``speedbench.metrics.acceptance.steps``, ``speedbench.analysis.consistency``), how ``speedbench serve``
+starts it (``EngineSpec.launcher``: ``speedbench.engine.config`` and ``local``) and which peer view is its
+own tool's (``EngineSpec.peer_view``: ``speedbench.peers``).
 """
 from __future__ import annotations
 
 from importlib import import_module
 
-from speedbench.engines.spec import CounterNames, EngineSpec
+from speedbench.engines.spec import CounterNames, EngineSpec, LocalLauncher
 
 _MODULES = ("vllm", "sglang", "trtllm", "llamacpp", "openai")  # registration order = the order names are listed
 
@@ -38,6 +40,12 @@ def get(name: str) -> EngineSpec:
         raise ValueError(f"unknown engine {name!r}; expected one of {', '.join(sorted(REGISTRY))}") from None
 
 
+def canonical(name: str) -> str:
+    """The registered name of ``name`` or of an alias of it (``"llama.cpp"`` -> ``"llamacpp"``);
+    an unknown name comes back as given, for the caller's own message."""
+    return next((s.name for s in REGISTRY.values() if name in s.aliases), name)
+
+
 def names(**having: bool) -> tuple[str, ...]:
     """The registered names, in order; ``names(local=True)``: those whose spec has that property."""
     return tuple(n for n, s in REGISTRY.items() if all(getattr(s, k) == v for k, v in having.items()))
@@ -48,4 +56,5 @@ def of_source(source: str | None) -> EngineSpec | None:
     return REGISTRY.get(str(source).split(".", 1)[0]) if source else None
 
 
-__all__ = ["REGISTRY", "CounterNames", "EngineSpec", "get", "names", "of_source", "register"]
+__all__ = ["REGISTRY", "CounterNames", "EngineSpec", "LocalLauncher", "canonical", "get", "names", "of_source",
+           "register"]

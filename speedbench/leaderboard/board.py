@@ -221,11 +221,11 @@ def per_category_side_by_side(entries: list[Entry]) -> list[dict]:
 
 def _acceptance_records(archive: bytes):
     """The records an entry's AL comes from, and its K, read from its stored bundle."""
-    from speedbench.leaderboard.recompute import acceptance_runs
+    from speedbench.analysis.selection import acceptance_records
     from speedbench.leaderboard.validate import STORED_LIMITS, read_runs
 
     metadata, runs, _ = read_runs(archive, STORED_LIMITS)
-    return [rec for run in acceptance_runs(runs) for rec in run.records], metadata.draft_length
+    return acceptance_records(runs), metadata.draft_length
 
 
 # A pair's result is a few hundred bytes and its bootstrap costs seconds: kept. The entries'

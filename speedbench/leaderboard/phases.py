@@ -3,7 +3,7 @@
 A bundle has no tokenizer to detect the boundary from, so the submitter names it in
 ``submission.json`` (``metadata.phase_boundary_ids``, optional ``phase_prompt_state``;
 ``speedbench submit --phase-boundary-ids``). The board then splits the SD records of the runs
-its AL comes from (:func:`speedbench.leaderboard.recompute.acceptance_runs`) with the metrics
+its AL comes from (:func:`speedbench.analysis.selection.acceptance_records`) with the metrics
 core (:func:`speedbench.metrics.phases.phase_results`: the rules, and the step spanning the
 boundary counted as thinking, are documented there) and stores ``metrics["phases"]``. The
 board keeps no engine per-step detail (``engine_stats.raw`` is dropped on reading), so the
@@ -12,7 +12,8 @@ columns; nothing is rejected for it.
 """
 from __future__ import annotations
 
-from speedbench.leaderboard.recompute import NUM_RESAMPLES, SEED, acceptance_runs, finite
+from speedbench.analysis.selection import acceptance_records
+from speedbench.leaderboard.recompute import NUM_RESAMPLES, SEED, finite
 from speedbench.metrics.phases import PHASES, PROMPT_NONE, PhaseMarkers, phase_results
 from speedbench.metrics.results import to_jsonable
 from speedbench.metrics.validation import MetricInputError
@@ -27,7 +28,7 @@ def bundle_phases(runs: list[RunFolder], metadata) -> dict | None:
         return None
     markers = PhaseMarkers(boundary_ids=tuple(metadata.phase_boundary_ids), source="submission",
                            prompt_state=metadata.phase_prompt_state or PROMPT_NONE)
-    records = [record for run in acceptance_runs(runs) for record in run.records]
+    records = acceptance_records(runs)
     try:
         results = phase_results(records, markers, metadata.draft_length, num_resamples=NUM_RESAMPLES,
                                 seed=SEED).to_dict()

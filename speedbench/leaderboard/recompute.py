@@ -23,6 +23,7 @@ from speedbench.metrics.speedup import measured_speedup
 from speedbench.metrics.acceptance.from_records import primary_table
 from speedbench.metrics.results import to_jsonable
 from speedbench.analysis.run_folder import RunFolder
+from speedbench.analysis.selection import acceptance_records, acceptance_runs
 from speedbench.settings import NUM_RESAMPLES
 
 METRICS_VERSION = "1"
@@ -53,20 +54,13 @@ def _summary(records, draft_length: int, num_resamples: int) -> dict | None:
     return summary
 
 
-def acceptance_runs(runs: list[RunFolder]) -> list[RunFolder]:
-    """The SD runs whose records give the board's AL: the qualitative split when present."""
-    sd = [r for r in runs if r.role == "sd"]
-    qualitative = [r for r in sd if r.isl_bucket is None]
-    return qualitative or sd
-
-
 _NO_SOURCE = ("no acceptance source: the records carry no engine statistics and their chunks are not "
               "decoding steps, so no AL is shown")
 
 
 def _acceptance(runs: list[RunFolder], draft_length: int) -> dict:
     source = acceptance_runs(runs)
-    records = [rec for run in source for rec in run.records]
+    records = acceptance_records(source)
     summary = _summary(records, draft_length, NUM_RESAMPLES)
     if summary is None:
         out = {k: None for k in _AL_KEYS}

@@ -14,8 +14,16 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from speedbench import engines
 from speedbench.metrics.results import to_jsonable
 from speedbench.records import TurnRecord
+
+def own_engine(engine: str, view: str) -> bool:
+    """Whether the peer view named ``view`` is ``engine``'s own tool (``EngineSpec.peer_view``): the
+    figures only that tool reads from its engine (counters, statistics) need records of that engine."""
+    spec = engines.REGISTRY.get(engine)
+    return spec is not None and spec.peer_view == view
+
 
 COUNT = "count"    # fixed by the traffic: equal on the same requests and outputs
 TIMING = "timing"  # measured with a clock: two runs never agree exactly

@@ -29,7 +29,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from speedbench.peers.common import TIMING, Figure, PeerView, Request, group_turns, load_json
+from speedbench.peers.common import TIMING, Figure, PeerView, Request, group_turns, load_json, own_engine
 
 TOOL = "llama.cpp speed-bench"
 VERSION = "llama.cpp tools/server/bench/speed-bench (2026, README at 440e352)"
@@ -117,7 +117,7 @@ def view(requests: list[Request], engine: str, failed: list[Request] | None = No
         failed_by_category[turns[0].category] = failed_by_category.get(turns[0].category, 0) + 1
     rows = summary_rows(samples, failed_by_category)
     notes = []
-    if engine != "llamacpp":
+    if not own_engine(engine, NAME):
         notes.append(f"accept_rate comes from llama-server's timings.draft_n: none for engine {engine!r}")
         for row in rows:
             row.update(accept_rate=None, draft_n=0, accepted=0)

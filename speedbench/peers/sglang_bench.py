@@ -31,7 +31,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from speedbench.peers.common import TIMING, Figure, PeerView, Request, run_figures
+from speedbench.peers.common import TIMING, Figure, PeerView, Request, own_engine, run_figures
 
 TOOL = "sglang bench_serving"
 VERSION = "SGLang 0.5.23"
@@ -91,7 +91,7 @@ def view(requests: list[Request], engine: str) -> PeerView:
                      "turn(s) left out; the first turns' timings were taken while those later turns shared the "
                      "server")
     figures = request_figures(first)
-    if engine != "sglang":
+    if not own_engine(engine, NAME):
         notes.append(f"accept_length is read from SGLang's /server_info: none for engine {engine!r}")
     elif all(r.accepted is not None and r.drafted_steps is not None for r in first) and first:
         figures["accept_length"] = server_accept_length(sum(r.accepted for r in first),

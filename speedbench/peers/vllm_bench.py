@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from speedbench.metrics.acceptance.counter_sources import snapshot_delta
-from speedbench.peers.common import TIMING, Figure, PeerView, Request, load_json, run_figures
+from speedbench.peers.common import TIMING, Figure, PeerView, Request, load_json, own_engine, run_figures
 
 TOOL = "vllm bench serve"
 VERSION = "vLLM 0.32.0"
@@ -146,7 +146,7 @@ def view(requests: list[Request], engine: str, counter_entry: dict | None = None
                      "turns shared the server")
     figures = request_figures(first)
     basis = "requests"
-    if engine != "vllm":
+    if not own_engine(engine, NAME):
         notes.append("vllm bench serve reads only vllm:spec_decode_* counters: no speculative figures for "
                      f"engine {engine!r}")
     else:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from speedbench.analysis.results_types import PointFigures
 from speedbench.metrics.latency import per_request_latency, timings_from_lists
 from speedbench.metrics.speedup import category_speedups
 from speedbench.records import TurnRecord
@@ -44,19 +45,18 @@ def _columns(records: list[TurnRecord]) -> tuple[list[str], list[str], list[floa
     return turn_ids(done), [r.category for r in done], [r.e2e_s for r in done], decode_speeds(done)
 
 
-def _tokens_per_step(point: dict) -> dict[str, tuple[float, list[float] | None]]:
-    sources = point.get("acceptance") or {}
-    summary = sources.get(point.get("primary_acceptance_source") or "") or {}
-    return {c: (s["tokens_per_decode_step"], s.get("tokens_per_decode_step_ci"))
-            for c, s in (summary.get("per_category") or {}).items() if s.get("tokens_per_decode_step") is not None}
+def _tokens_per_step(point: PointFigures) -> dict[str, tuple[float, list[float] | None]]:
+    per_category = point.primary.per_category if point.primary else {}
+    return {c: (s.tokens_per_decode_step, s.tokens_per_decode_step_ci)
+            for c, s in per_category.items() if s.tokens_per_decode_step is not None}
 
 
-def _entry(analysed: dict, run_id: str, concurrency: int) -> dict | None:
+def _entry(analysed: dict, run_id: str, concurrency: int):
     return next((a for (rid, _), a in analysed.items()
-                 if rid == run_id and a["point"].get("requested_concurrency") == concurrency), None)
+                 if rid == run_id and a.point.requested_concurrency == concurrency), None)
 
 
-def category_speedup_rows(speedup: list[dict], analysed: dict[tuple[str, str], dict],
+def category_speedup_rows(speedup: list[dict], analysed: dict,
                           num_resamples: int) -> list[dict[str, Any]]:
     """One row per (speedup row, category); ``analysed`` maps (run, point) to its point, row and records."""
     out = []
@@ -65,13 +65,13 @@ def category_speedup_rows(speedup: list[dict], analysed: dict[tuple[str, str], d
                                                                                row["concurrency"])
         if sd is None or base is None:
             continue
-        ids_a, _, lat_a, spd_a = _columns(base["records"])
-        ids_b, cats_b, lat_b, spd_b = _columns(sd["records"])
+        ids_a, _, lat_a, spd_a = _columns(base.records)
+        ids_b, cats_b, lat_b, spd_b = _columns(sd.records)
         estimate = row.get("estimated_speedup") is not None  # the point's Appendix-G gate passed
         results = category_speedups(cats_b, ids_a, lat_a, spd_a, ids_b, lat_b, spd_b,
                                     t_ar=row.get("t_ar_s") if estimate else None,
                                     t_sd=row.get("t_sd_s") if estimate else None,
-                                    tokens_per_step=_tokens_per_step(sd["point"]), num_resamples=num_resamples)
+                                    tokens_per_step=_tokens_per_step(sd.point), num_resamples=num_resamples)
         for result in results:
             item = result.to_dict()
             for key in ("latency_speedup", "decode_speedup", "estimated_speedup"):

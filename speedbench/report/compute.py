@@ -32,7 +32,8 @@ from typing import Any
 
 from speedbench import metrics as M
 from speedbench.metrics.load_point import appendix_g_estimate
-from speedbench.analysis.run_results import compute_results
+from speedbench.analysis.results_types import AcceptanceFigures, ClientTiming, PointFigures
+from speedbench.analysis.run_results import run_results
 from speedbench.records import MAX_TOKENS_REASONS, TurnRecord
 from speedbench.report.category_speedup import category_speedup_rows, timed_turns, turn_ids
 from speedbench.report.lossless import losslessness_rows
@@ -97,29 +98,37 @@ class ReportData:
         })
 
 
-def analyse_run(run: RunFolder, options: ReportOptions) -> list[dict]:
+@dataclass
+class AnalysedPoint:
+    """One load point of one run as the report analysed it: its figures, its row of the points table
+    and its measured records (what the speedup tables pair)."""
+
+    point: PointFigures
+    row: dict[str, Any]
+    records: list[TurnRecord]
+
+
+def analyse_run(run: RunFolder, options: ReportOptions) -> list[PointFigures]:
     """The per-point analysis (the one ``speedbench run`` writes), recomputed from the run's records."""
     # K = 0 tells the analysis that a baseline run has no draft tokens to measure.
-    results = compute_results(run, tolerance=options.agreement_tolerance, num_resamples=options.num_resamples,
-                              draft_length=run.draft_length if run.speculative else 0)
-    return results["points"]
+    results = run_results(run, tolerance=options.agreement_tolerance, num_resamples=options.num_resamples,
+                          draft_length=run.draft_length if run.speculative else 0)
+    return results.points
 
 
 # --------------------------------------------------------------------------------------------
 # per point
 # --------------------------------------------------------------------------------------------
 
-def _position_source(point: dict) -> tuple[str | None, dict | None]:
+def _position_source(point: PointFigures) -> tuple[str | None, AcceptanceFigures | None]:
     """Where per-position rates come from: per-request histograms (chunks that are steps, or the
     engine's histograms) before run-level counters."""
-    sources = point.get("acceptance") or {}
-    chunks = sources.get("chunks")
-    if chunks and chunks.get("chunks_are_steps") and chunks.get("conditional_acceptance_rate") \
-            and not (chunks.get("trim_report") or {}).get("num_merged_chunks"):
+    chunks = point.acceptance.get("chunks")
+    if chunks and chunks.chunks_are_steps and chunks.conditional_acceptance_rate and not chunks.merged_chunks:
         return "chunks", chunks
     for name in ("engine", "counters"):
-        if (sources.get(name) or {}).get("conditional_acceptance_rate"):
-            return name, sources[name]
+        if name in point.acceptance and point.acceptance[name].conditional_acceptance_rate:
+            return name, point.acceptance[name]
     return None, None
 
 
@@ -128,18 +137,18 @@ def _cut_at_max_tokens(finish_reasons: dict) -> int:
     return sum(v for k, v in finish_reasons.items() if str(k).lower() in MAX_TOKENS_REASONS)
 
 
-def _flag_rows(run: RunFolder, point: dict, records: list[TurnRecord]) -> list[dict]:
-    name = point["run_point"]
+def _flag_rows(run: RunFolder, point: PointFigures, records: list[TurnRecord]) -> list[dict]:
+    name = point.run_point
     rows = []
-    for text in point.get("flags") or []:
+    for text in point.flags:
         kind, _, detail = str(text).partition(":")
         rows.append({"run": run.run_id, "point": name, "flag": kind.strip(), "kind": "client analysis",
                      "count": 1, "detail": detail.strip() or text})
-    for kind, count in sorted((point.get("errors_by_kind") or {}).items()):
+    for kind, count in sorted(point.errors_by_kind.items()):
         example = next((r.error for r in records if not r.ok and r.error_kind == kind), "")
         rows.append({"run": run.run_id, "point": name, "flag": "errors", "kind": str(kind), "count": count,
                      "detail": str(example)[:300]})
-    finished = point.get("finish_reasons") or {}
+    finished = point.finish_reasons
     cut = _cut_at_max_tokens(finished)
     if cut:
         ok = sum(finished.values())
@@ -148,79 +157,77 @@ def _flag_rows(run: RunFolder, point: dict, records: list[TurnRecord]) -> list[d
     return rows
 
 
-def point_row(run: RunFolder, point: dict, records: list[TurnRecord]) -> dict[str, Any]:
-    latency = point.get("latency") or {}
-    finished = point.get("finish_reasons") or {}
-    ok = sum(finished.values())
+def point_row(run: RunFolder, point: PointFigures, records: list[TurnRecord]) -> dict[str, Any]:
+    latency = point.timing
+    ok = sum(point.finish_reasons.values())
     row: dict[str, Any] = {
         "run": run.run_id, "label": run.label, "dataset_config": run.dataset_config, "isl_bucket": run.isl_bucket,
-        "speculative": run.speculative, "draft_length": (point.get("draft_length") or run.draft_length or 0)
+        "speculative": run.speculative, "draft_length": (point.draft_length or run.draft_length or 0)
         if run.speculative else 0,
-        "point": point["run_point"], "load_shape": point.get("load_shape"),
-        "requested_concurrency": point.get("requested_concurrency"), "request_rate": point.get("request_rate"),
-        "num_requests": point["num_requests"], "num_errors": point["num_errors"],
+        "point": point.run_point, "load_shape": point.load_shape,
+        "requested_concurrency": point.requested_concurrency, "request_rate": point.request_rate,
+        "num_requests": point.num_requests, "num_errors": point.num_errors,
         "mean_prompt_tokens": (sum(r.prompt_tokens for r in records) / len(records)) if records else None,
-        "output_tps": latency.get("output_tps"), "user_tps_mean": (latency.get("user_tps") or {}).get("mean"),
-        "user_tps_p50": (latency.get("user_tps") or {}).get("p50"),
-        "achieved_concurrency": point.get("achieved_concurrency"), "run_span_s": latency.get("run_span"),
-        "total_output_tokens": latency.get("total_output_tokens"),
-        "max_tokens_share": _cut_at_max_tokens(finished) / ok if ok else None,
-        **_client_timing_cells(point.get("client_timing") or {}),
+        "output_tps": latency.output_tps, "user_tps_mean": latency.spread("user_tps").mean,
+        "user_tps_p50": latency.spread("user_tps").p50,
+        "achieved_concurrency": point.achieved_concurrency, "run_span_s": latency.run_span,
+        "total_output_tokens": latency.total_output_tokens,
+        "max_tokens_share": _cut_at_max_tokens(point.finish_reasons) / ok if ok else None,
+        **_client_timing_cells(point.client_timing),
     }
     for quantity in LATENCY_QUANTITIES:
-        stats = latency.get(quantity) or {}
+        stats = latency.spread(quantity)
         for stat in ("mean", "p50", "p90", "p99"):
-            row[f"{quantity}_{stat}_s"] = stats.get(stat)
-    source = point.get("primary_acceptance_source") if run.speculative else None
-    summary = (point.get("acceptance") or {}).get(source) if source else None
-    if summary and summary.get("acceptance_length") is not None:
-        ci = summary.get("acceptance_length_ci") or [None, None]
-        row.update({"acceptance_source": source, "acceptance_length": summary["acceptance_length"],
-                    "acceptance_length_ci_low": ci[0], "acceptance_length_ci_high": ci[1],
-                    "acceptance_length_request_weighted": summary.get("acceptance_length_request_weighted"),
-                    "mean_acceptance_rate": summary.get("mean_acceptance_rate"),
-                    "acceptance_length_drafted": summary.get("acceptance_length_drafted"),
-                    "tokens_per_decode_step": summary.get("tokens_per_decode_step")})
-        for other, other_summary in (point.get("acceptance") or {}).items():
-            if isinstance(other_summary, dict) and other_summary.get("acceptance_length") is not None:
-                row[f"acceptance_length_{other}"] = other_summary["acceptance_length"]
+            row[f"{quantity}_{stat}_s"] = getattr(stats, stat)
+    summary = point.primary if run.speculative else None
+    if summary and summary.acceptance_length is not None:
+        low, high = summary.ci
+        row.update({"acceptance_source": point.primary_acceptance_source, "acceptance_length": summary.acceptance_length,
+                    "acceptance_length_ci_low": low, "acceptance_length_ci_high": high,
+                    "acceptance_length_request_weighted": summary.acceptance_length_request_weighted,
+                    "mean_acceptance_rate": summary.mean_acceptance_rate,
+                    "acceptance_length_drafted": summary.acceptance_length_drafted,
+                    "tokens_per_decode_step": summary.tokens_per_decode_step})
+        for other, other_summary in point.acceptance.items():
+            if other_summary.acceptance_length is not None:
+                row[f"acceptance_length_{other}"] = other_summary.acceptance_length
     return row
 
 
-def _client_timing_cells(timing: dict) -> dict[str, Any]:
+def _client_timing_cells(timing: ClientTiming) -> dict[str, Any]:
     """The point's client timing health (``speedbench.metrics.client_timing``): the share of requests
     left out of the decode-time figures, chunks that shared a read, the event loop's lag (seconds)."""
-    lag = timing.get("loop_lag_ms") or {}
-    return {"client_lagged_share": timing.get("client_lagged_share"),
-            "chunks_sharing_a_read_share": timing.get("chunks_sharing_a_read_share"),
+    lag = timing.loop_lag_ms or {}
+    return {"client_lagged_share": timing.client_lagged_share,
+            "chunks_sharing_a_read_share": timing.chunks_sharing_a_read_share,
             **{f"loop_lag_{stat}_s": lag[stat] / 1e3 if lag.get(stat) is not None else None
                for stat in ("p50", "p99", "max")}}
 
 
-def _acceptance_rows(run: RunFolder, point: dict) -> tuple[list[dict], list[dict]]:
+def _acceptance_rows(run: RunFolder, point: PointFigures) -> tuple[list[dict], list[dict]]:
     if not run.speculative:
         return [], []
-    name = point["run_point"]
-    source = point.get("primary_acceptance_source")
-    summary = (point.get("acceptance") or {}).get(source) if source else None
+    name = point.run_point
+    source = point.primary_acceptance_source
+    summary = point.primary
     rows, positions = [], []
-    if summary and summary.get("acceptance_length") is not None:
-        entries = [("all", summary)] + sorted((summary.get("per_category") or {}).items())
+    if summary and summary.acceptance_length is not None:
+        entries = [("all", summary)] + sorted(summary.per_category.items())
         for category, s in entries:
-            ci = s.get("acceptance_length_ci") or [None, None]
+            low, high = s.ci
             rows.append({"run": run.run_id, "label": run.label, "dataset_config": run.dataset_config, "point": name,
-                         "category": category, "source": source, "num_requests": s.get("num_requests"),
-                         "num_steps": s.get("num_steps"), "acceptance_length": s.get("acceptance_length"),
-                         "acceptance_length_ci_low": ci[0], "acceptance_length_ci_high": ci[1],
-                         "acceptance_length_request_weighted": s.get("acceptance_length_request_weighted"),
-                         "mean_acceptance_rate": s.get("mean_acceptance_rate"), "draft_length": s.get("draft_length")})
+                         "category": category, "source": source, "num_requests": s.num_requests,
+                         "num_steps": s.num_steps, "acceptance_length": s.acceptance_length,
+                         "acceptance_length_ci_low": low, "acceptance_length_ci_high": high,
+                         "acceptance_length_request_weighted": s.acceptance_length_request_weighted,
+                         "mean_acceptance_rate": s.mean_acceptance_rate, "draft_length": s.draft_length})
     position_source, position_summary = _position_source(point)
     if position_summary:
-        entries = [("all", position_summary)] + sorted((position_summary.get("per_category") or {}).items())
+        entries = [("all", position_summary)] + sorted(position_summary.per_category.items())
         for category, s in entries:
-            rates = s.get("conditional_acceptance_rate") or []
-            rate_cis = s.get("conditional_acceptance_rate_ci") or [None] * len(rates)
-            marginals = s.get("marginal_acceptance_rate") or [None] * len(rates)
+            rates = s.conditional_acceptance_rate or []
+            rate_cis = s.conditional_acceptance_rate_ci or [None] * len(rates)
+            marginals = s.marginal_acceptance_rate or [None] * len(rates)
             for position, (rate, rci, marginal) in enumerate(zip(rates, rate_cis, marginals), start=1):
                 positions.append({"run": run.run_id, "label": run.label, "dataset_config": run.dataset_config,
                                   "point": name, "category": category,
@@ -239,21 +246,21 @@ def _e2e_by_turn(records: list[TurnRecord]) -> tuple[list[float], list[str]]:
     return [r.e2e_s for r in done], turn_ids(done)
 
 
-def _speedup_rows(runs: list[RunFolder], analysed: dict[tuple[str, str], dict]) -> list[dict]:
+def _speedup_rows(runs: list[RunFolder], analysed: dict[tuple[str, str], AnalysedPoint]) -> list[dict]:
     rows = []
     for sd in (r for r in runs if r.speculative):
         for base in (b for b in runs if not b.speculative and b.dataset_config == sd.dataset_config):
-            base_points = {a["point"]["requested_concurrency"]: a for (rid, _), a in analysed.items()
-                           if rid == base.run_id and a["point"]["requested_concurrency"] is not None}
+            base_points = {a.point.requested_concurrency: a for (rid, _), a in analysed.items()
+                           if rid == base.run_id and a.point.requested_concurrency is not None}
             for (rid, _), sd_entry in analysed.items():
-                concurrency = sd_entry["point"]["requested_concurrency"]
+                concurrency = sd_entry.point.requested_concurrency
                 if rid != sd.run_id or concurrency not in base_points:
                     continue
-                a, b = base_points[concurrency]["row"], sd_entry["row"]
+                a, b = base_points[concurrency].row, sd_entry.row
                 if not (a.get("output_tps") and b.get("output_tps")):
                     continue
-                lat_a, ids_a = _e2e_by_turn(base_points[concurrency]["records"])
-                lat_b, ids_b = _e2e_by_turn(sd_entry["records"])
+                lat_a, ids_a = _e2e_by_turn(base_points[concurrency].records)
+                lat_b, ids_b = _e2e_by_turn(sd_entry.records)
                 measured = M.measured_speedup(a["output_tps"], b["output_tps"], latencies_ar=lat_a, latencies_sd=lat_b,
                                               question_ids_ar=ids_a, question_ids_sd=ids_b)
                 row = {"dataset_config": sd.dataset_config, "isl_bucket": sd.isl_bucket, "concurrency": concurrency,
@@ -267,7 +274,7 @@ def _speedup_rows(runs: list[RunFolder], analysed: dict[tuple[str, str], dict]) 
                        "estimate_error": None}
                 # Appendix G needs per-step latencies (chunks that are verification steps) and the
                 # tokens per decode step (t_sd is the mean over all decode steps).
-                steps_ok = all(r.chunks_are_steps for r in sd_entry["records"] + base_points[concurrency]["records"]
+                steps_ok = all(r.chunks_are_steps for r in sd_entry.records + base_points[concurrency].records
                                if r.ok)
                 estimate = appendix_g_estimate(row["t_ar_s"], row["t_sd_s"], row["tokens_per_decode_step"], steps_ok)
                 if estimate is not None:
@@ -281,8 +288,8 @@ def _best_draft_rows(runs: list[RunFolder], analysed: dict) -> list[dict]:
     rows = []
     for config in sorted({r.dataset_config for r in runs}):
         members = {r.run_id for r in runs if r.dataset_config == config}
-        entries = [a["row"] for (rid, _), a in analysed.items() if rid in members
-                   and a["row"].get("output_tps") and a["row"].get("requested_concurrency")]
+        entries = [a.row for (rid, _), a in analysed.items() if rid in members
+                   and a.row.get("output_tps") and a.row.get("requested_concurrency")]
         if len({e["draft_length"] for e in entries if e["draft_length"] > 0}) < 2:
             continue  # fewer than two draft lengths: nothing to choose
         conc = [e["requested_concurrency"] for e in entries]
@@ -339,23 +346,23 @@ def _partial_config_rows(run: RunFolder) -> list[dict]:
 
 def compute_report(runs: list[RunFolder], options: ReportOptions | None = None) -> ReportData:
     options = options or ReportOptions()
-    analysed: dict[tuple[str, str], dict] = {}
+    analysed: dict[tuple[str, str], AnalysedPoint] = {}
     points, acceptance, positions, flags = [], [], [], []
     details: dict[str, Any] = {}
     for run in runs:
         flags += _partial_config_rows(run)
         records_by_point = run.measured_points
         for point in analyse_run(run, options):
-            name = point["run_point"]
+            name = point.run_point
             records = records_by_point.get(name, [])
             row = point_row(run, point, records)
-            analysed[(run.run_id, name)] = {"point": point, "row": row, "records": records}
+            analysed[(run.run_id, name)] = AnalysedPoint(point, row, records)
             points.append(row)
             flags += _flag_rows(run, point, records)
             rows, pos = _acceptance_rows(run, point)
             acceptance += rows
             positions += pos
-            details[f"{run.run_id}/{name}"] = point
+            details[f"{run.run_id}/{name}"] = point.to_dict()
     losslessness, lossless_flags = losslessness_rows(runs)
     speedup = _speedup_rows(runs, analysed)
     provenance = {"generator": "speedbench report", "report_format": REPORT_FORMAT, "versions": _versions(),

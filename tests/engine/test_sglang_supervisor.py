@@ -108,3 +108,33 @@ def test_stopping_kills_children_that_ignore_sigterm_once_the_leader_is_gone(sto
     # The leader exits on SIGTERM; its child, which ignores SIGTERM, must get SIGKILL.
     assert supervisor.wait(timeout=60) == 0
     assert _gone(child), "a child that ignores SIGTERM outlived the supervisor"
+
+
+_BINDER = """
+import signal, socket, sys
+port = int(sys.argv[sys.argv.index("--port") + 1])
+with socket.socket() as sock:
+    sock.bind(("127.0.0.1", port))  # the port the supervisor chose is free
+    print("bound", port, file=sys.stderr, flush=True)
+    signal.pause()  # until the supervisor's SIGTERM
+"""
+
+
+def test_the_supervisor_picks_its_free_port_where_speedbench_is_not_importable():
+    """Under .venv-vllm's Python speedbench cannot be imported: the supervisor loads the one free-port
+    rule (speedbench/engine/lifecycle.py) by its path. ``-I -S`` gives a Python without site-packages."""
+    isolated = [sys.executable, "-I", "-S"]
+    assert subprocess.run([*isolated, "-c", "import speedbench"], capture_output=True).returncode != 0
+    supervisor = subprocess.Popen([*isolated, str(SUPERVISOR)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE)
+    request = {"python_args": ["-c", _BINDER], "argv": [], "env": {}, "host": "127.0.0.1", "port": 0}
+    supervisor.stdin.write((json.dumps(request) + "\n").encode())
+    supervisor.stdin.flush()
+    announced = json.loads(supervisor.stdout.readline())
+    port = int(announced["url"].rsplit(":", 1)[1])
+    assert announced["url"] == f"http://127.0.0.1:{port}" and port > 0
+    assert supervisor.stderr.readline().decode().split() == ["bound", str(port)]
+    supervisor.stdin.close()
+    assert supervisor.wait(timeout=60) == 0
+    supervisor.stdout.close()
+    supervisor.stderr.close()

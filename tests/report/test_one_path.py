@@ -6,6 +6,9 @@ The board's side is the code the Space runs on an upload: the folder packed into
 (``pack_bundle``), read back with ``read_runs`` (``speedbench.leaderboard.runs.read_run``: the
 one reader under the board's rules) and its figures computed by ``compute_entry_metrics``.
 
+The Compare tab (an entry paired with itself) and ``speedbench vocab-coverage`` give the same AL per
+category: all of them take their records from ``speedbench.analysis.selection``.
+
 The records hold what makes paths diverge: merged chunks, a failed request, warmup requests,
 multi-turn requests (turns pooled per question id). Three kinds of run: an engine with per-request
 statistics, one with only Prometheus counters (chunks are steps), and an OpenAI-compatible stream
@@ -19,7 +22,10 @@ from pathlib import Path
 
 import pytest
 
+from speedbench.cli.vocab_coverage import _category_al
+from speedbench.leaderboard.board import _acceptance_records
 from speedbench.leaderboard.pack import pack_bundle
+from speedbench.leaderboard.recompute import compare_runs
 from speedbench.leaderboard.validate import ValidatedBundle, compute_entry_metrics, read_runs
 from speedbench.analysis.run_results import compute_results
 from speedbench.report.compute import ReportOptions, compute_report
@@ -113,6 +119,12 @@ def test_client_report_and_board_agree(tmp_path, run_writer, records_maker, case
         {c: v["acceptance_length"] for c, v in per_category.items()}
     assert figures["acceptance_length"] == client_numbers["acceptance_length"]
     assert figures["tokens_per_decode_step"] == client_numbers["tokens_per_decode_step"]
+    # the Compare tab (an entry against itself: every prompt pairs) and vocab-coverage, per category
+    expected = {c: pytest.approx(v["acceptance_length"], rel=1e-12) for c, v in per_category.items()}
+    archive = pack_bundle([run_dir], METADATA, [])
+    compared = compare_runs(*[_acceptance_records(archive)[0]] * 2, K, K)
+    assert {c: v["acceptance_length"]["value_a"] for c, v in compared.items() if c != "all"} == expected
+    assert _category_al(load_run(run_dir)) == expected
     # latency: the same per-point routine (speedbench.metrics.load_point) in results.json and on the board
     assert figures["output_tps"] == point["latency"]["output_tps"]
     assert figures["step_latency_mean"] == point["latency"]["step_latency"]["mean"]
