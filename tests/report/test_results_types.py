@@ -10,7 +10,7 @@ import pytest
 
 from speedbench.analysis.results_types import PointFigures, ResultsFormatError, RunResults
 from speedbench.analysis.run_folder import read_run_folder
-from speedbench.analysis.run_results import analyse_point, compute_results
+from speedbench.analysis.run_results import _add_coverage, analyse_point, compute_results
 from speedbench.metrics.results import to_jsonable
 
 
@@ -21,10 +21,11 @@ def sd_run(tmp_path, run_writer) -> Path:
 
 
 def _assembled(path: Path) -> dict:
-    """The points as analyse_point's own dicts (PointResult.to_dict), without the typed results."""
+    """The points as analyse_point's own dicts (PointResult.to_dict) with their coverage, without the typed results."""
     folder = read_run_folder(path)
     points = [analyse_point(p, folder.point_records(p), folder.manifest.engine, folder.counters.get(p), 0.02, 50,
                             4).to_dict() for p in folder.point_names]
+    _add_coverage(folder, points)  # the coverage fields, added to the dicts as run_results does
     return to_jsonable({"points": points})["points"]
 
 
