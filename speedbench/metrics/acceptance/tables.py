@@ -67,6 +67,15 @@ class RequestAcceptance:
     step_kind: str = "decode"
     decode_steps: np.ndarray | None = None
     decode_tokens: np.ndarray | None = None
+    # Per-step draft lengths (speedbench.metrics.acceptance.per_step): per request the position counts
+    # [D_i, R_i, A_i] (shape (n, 3, K)) and the steps by drafted count (shape (n, K + 1)) when the engine
+    # gave per-step counts; why per-position rates, or drafted tokens, are unknown when they are.
+    position_counts: np.ndarray | None = None
+    draft_length_counts: np.ndarray | None = None
+    per_position_unknown: str | None = None
+    drafted_unknown: str | None = None
+    drafted_from_k: bool = False  # ``drafted`` is steps x K, assumed, not counted by the engine
+    k_varied: bool = False  # K varied (the engine's counts say so) though no per-step counts say how
 
     @property
     def num_requests(self) -> int:
@@ -154,13 +163,20 @@ def _decode_columns(decode_steps, decode_tokens, n: int) -> dict[str, np.ndarray
     return out
 
 
+def _row_counts(values, n: int, name: str) -> np.ndarray:
+    arr = as_count_array(values, name)
+    if arr.size != n:
+        raise MetricInputError(f"{name}: got {arr.size} values for {n} rows")
+    return arr
+
+
 def _finish_table(table: RequestAcceptance, rules: TrimRules | None) -> RequestAcceptance:
     mask = table.max_tokens_finished
     if rules is not None and rules.exclude_max_tokens_requests and mask is not None and mask.any():
         keep = ~mask
         table.num_requests_excluded_max_tokens = int(mask.sum())
         for name in ("question_ids", "categories", "steps", "accepted", "drafted", "histograms", "decode_steps",
-                     "decode_tokens"):
+                     "decode_tokens", "position_counts", "draft_length_counts"):
             col = getattr(table, name)
             if col is not None:
                 setattr(table, name, col[keep])
@@ -252,6 +268,7 @@ def requests_from_step_sizes(
         steps=cols["steps"],
         accepted=cols["accepted"],
         drafted=cols["steps"] * draft_length,
+        drafted_from_k=True,
         histograms=cols["histograms"],
         draft_length=draft_length,
         draft_length_inferred=inferred,
@@ -276,13 +293,17 @@ def requests_from_histograms(
     draft_length: int | None = None,
     decode_steps=None,
     decode_tokens=None,
+    drafted=None,
+    per_step: dict | None = None,
 ) -> RequestAcceptance:
     """Input form 2a: an engine's per-request histogram ``h_0..h_K`` over drafted steps (e.g. vLLM's
     ``acceptance_histogram``, SGLang's ``spec_correct_drafts_histogram``). Shorter rows are padded
     with zeros (a position never reached): SGLang's histogram grows only to the largest count a
     request accepted, so pass the true ``draft_length``; without it K = longest length - 1, a
     lower bound. ``decode_steps`` / ``decode_tokens`` (per row) carry every decode step and the
-    tokens they emitted, for tokens per decode step."""
+    tokens they emitted, for tokens per decode step. ``drafted`` (per row) are the drafted tokens when
+    the engine counted them (default ``steps x K``: a fixed K); ``per_step`` holds
+    ``position_counts`` / ``draft_length_counts`` (:func:`speedbench.metrics.acceptance.from_records.per_step_columns`)."""
     rows = as_ragged_counts(histograms, "histograms")
     n = rows.num_rows
     width = int(rows.lengths.max()) if n else 1
@@ -303,7 +324,8 @@ def requests_from_histograms(
         categories,
         n,
         {"histograms": dense, "max_tokens": _max_tokens_mask(finish_reasons, n),
-         **_decode_columns(decode_steps, decode_tokens, n)},
+         "drafted": None if drafted is None else _row_counts(drafted, n, "drafted"),
+         **_decode_columns(decode_steps, decode_tokens, n), **(per_step or {})},
     )
     h = cols["histograms"]
     steps = h.sum(axis=1)
@@ -312,7 +334,10 @@ def requests_from_histograms(
         categories=cats,
         steps=steps,
         accepted=h @ np.arange(width),
-        drafted=steps * k,
+        drafted=steps * k if cols["drafted"] is None else cols["drafted"],
+        drafted_from_k=cols["drafted"] is None,
+        position_counts=cols.get("position_counts"),
+        draft_length_counts=cols.get("draft_length_counts"),
         histograms=h,
         draft_length=k,
         max_tokens_finished=cols["max_tokens"],
@@ -338,6 +363,7 @@ def requests_from_counts(
     step_kind: str = "drafted",
     decode_steps=None,
     decode_tokens=None,
+    per_step: dict | None = None,
 ) -> RequestAcceptance:
     """Input form 2b: per-request ``(steps, accepted, drafted)`` counts (vLLM
     ``num_spec_steps/num_accepted_draft_tokens/num_draft_tokens``; llama.cpp
@@ -354,7 +380,7 @@ def requests_from_counts(
         categories,
         n,
         {"steps": s, "accepted": a, "drafted": d, "max_tokens": _max_tokens_mask(finish_reasons, n),
-         **_decode_columns(decode_steps, decode_tokens, n)},
+         **_decode_columns(decode_steps, decode_tokens, n), **(per_step or {})},
     )
     table = RequestAcceptance(
         question_ids=ids,
@@ -362,7 +388,10 @@ def requests_from_counts(
         steps=cols["steps"],
         accepted=cols["accepted"],
         drafted=cols["drafted"],
+        drafted_from_k=drafted is None,
         histograms=None,
+        position_counts=cols.get("position_counts"),
+        draft_length_counts=cols.get("draft_length_counts"),
         draft_length=None if draft_length is None else int(draft_length),
         max_tokens_finished=cols["max_tokens"],
         input_form="counts",
