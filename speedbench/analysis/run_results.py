@@ -66,6 +66,10 @@ class PointResult:
     peers: dict[str, Any] = field(default_factory=dict)
     # The degenerate-speculation guard (speedbench.metrics.degenerate): pinned and looping shares.
     degenerate: dict[str, Any] = field(default_factory=dict)
+    # Per-step draft lengths (speedbench.metrics.acceptance.per_step): whether any source saw K vary (None:
+    # none can tell), and steps by drafted count ({"K": steps}) from the first source that counted them.
+    variable_draft_length: bool | None = None
+    draft_length_histogram: dict[str, int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -103,6 +107,20 @@ def _sources(acc: RecordAcceptance, counters: dict | None) -> tuple[dict[str, An
         if not counters["complete"]:
             flags.append("counters_incomplete: the point was resumed; counter deltas cover only part of it")
     return sources, flags
+
+
+def _draft_lengths(sources: dict[str, Any]) -> tuple[bool | None, dict | None, list[str]]:
+    """The point's ``variable_draft_length`` and ``draft_length_histogram`` from its sources, and its flag."""
+    flags = [(s or {}).get("variable_draft_length") for s in sources.values()]
+    histogram = next((s["draft_length_histogram"] for s in sources.values()
+                      if (s or {}).get("draft_length_histogram")), None)
+    variable = True if True in flags else (False if False in flags else None)
+    if not variable:
+        return variable, histogram, []
+    shown = f" ({histogram} steps by drafted count)" if histogram else ""
+    return variable, histogram, [f"variable_draft_length: the draft length varied from step to step{shown}; "
+                                 "per-position rates count each position over the steps that drafted it, "
+                                 "or are null where no per-step counts say which did"]
 
 
 def _totals(ok: list[TurnRecord], measured: list[TurnRecord], acc: RecordAcceptance) -> dict[str, int | None]:
@@ -164,11 +182,13 @@ def analyse_point(point: str, records: list[TurnRecord], engine: str, counter_en
     acc = record_acceptance(ok, resolve_draft_length(draft_length, engine_k, (counters or {}).get("draft_length")),
                             num_resamples)
     placeholders = acc.engine_coverage.num_placeholder_steps if acc.engine_coverage else 0
-    if placeholders and counters is not None:  # the counters hold vLLM's placeholder steps too: same definition
+    if counters is not None and (placeholders or acc.draft_length):
+        # the counters hold vLLM's placeholder steps too: same definition; and K tells whether it varied
         counters = counter_summary(engine, counter_entry, len(ok), placeholders, acc.draft_length)
     mismatch = ([f"draft_length_mismatch: --draft-length {draft_length} but the engine reports K = {engine_k}"]
                 if draft_length and engine_k and draft_length != engine_k else [])
     sources, flags = _sources(acc, counters)
+    variable, histogram, k_flags = _draft_lengths(sources)
     agreement, agreement_flags = compare_sources(acc, counters, ok, tolerance)
     timing = point_latency(ok, point)
     latency, slot_occupancy = timing.summary, timing.achieved_concurrency_full_request
@@ -178,7 +198,7 @@ def analyse_point(point: str, records: list[TurnRecord], engine: str, counter_en
     first = measured[0] if measured else None
     health = client_timing(ok)
     totals = _totals(ok, measured, acc)
-    guard = degenerate_guard(ok, synthetic)
+    guard = degenerate_guard(ok, synthetic, acc.draft_length)
     lag_flags = ([f"client_lag: {health.num_client_lagged} of {health.num_records} request(s) reached the client in "
                   "one read or a burst faster than any engine decodes (a busy client or server frontend), left out "
                   "of the step latency, TPOT and per-user speed figures"]
@@ -197,8 +217,9 @@ def analyse_point(point: str, records: list[TurnRecord], engine: str, counter_en
         acceptance=sources, agreement=agreement, latency=latency.to_dict() if latency else None,
         totals=totals,
         flags=acc.flags + mismatch + flags + agreement_flags + consistency_flags + lag_flags + _later_turn_flags(totals)
-        + guard.flags, consistency=consistency, client_timing=health.to_dict(),
-        peers=peer_views(records, engine, counter_entry), degenerate=guard.to_dict())
+        + guard.flags + k_flags, consistency=consistency, client_timing=health.to_dict(),
+        peers=peer_views(records, engine, counter_entry), degenerate=guard.to_dict(),
+        variable_draft_length=variable, draft_length_histogram=histogram)
 
 
 def compute_results(run: str | Path | RunFolder, tolerance: float = AGREEMENT_TOLERANCE,
