@@ -156,3 +156,17 @@ def test_fixed_k_without_per_step_counts_keeps_the_histogram_rates():
     untrimmed = result.chunks_untrimmed  # every step's chunk kept: 3 steps x K = 12 drafted, as the engine counted
     assert result.engine.variable_draft_length is False and untrimmed.num_draft_tokens == 12
     assert untrimmed.conditional_acceptance_rate == pytest.approx(result.engine.conditional_acceptance_rate)
+
+
+def test_a_position_no_step_drafted_is_unknown_not_zero():
+    # every step drafted 1 (a schedule at a large batch): positions 2..4 were never drafted
+    counts = position_counts([1, 1, 1], [1, 0, 1], K)
+    rates = conditional_from_position_counts(counts)
+    assert rates[0] == pytest.approx(2 / 3) and np.isnan(rates[1:]).all()
+    # drafted but never reached (the one step of 4 rejected position 1): 0, as for a fixed K
+    assert conditional_from_position_counts(position_counts([4, 1], [0, 1], K)).tolist() == [0.5, 0.0, 0.0, 0.0]
+    engine = record_acceptance([_record([(1, 1), (1, 0), (1, 1)], "a")], K, num_resamples=200).engine.to_dict()
+    assert engine["conditional_acceptance_rate"][0] == pytest.approx(2 / 3)
+    assert engine["conditional_acceptance_rate"][1:] == [None, None, None]  # null in results.json
+    assert engine["conditional_acceptance_rate_ci"][1] == [None, None]
+    assert engine["draft_length_histogram"] == {"1": 3} and engine["variable_draft_length"] is False

@@ -12,8 +12,9 @@ n-gram lookups that match fewer than K tokens). A step ``s`` then *drafted* ``d_
 
 Figures (speedbench's definitions, docs/metrics.md):
 
-- conditional ``AR_i = A_i / R_i`` (0 where ``R_i = 0``, as for a fixed K): a step that drafted
-  one token never counts against position 2;
+- conditional ``AR_i = A_i / R_i``: a step that drafted one token never counts against position 2.
+  Where ``R_i = 0`` it is 0 as for a fixed K (the positions before i were always rejected), but
+  NaN (null in JSON) where ``D_i = 0``: no step drafted position i, so nothing is known of it;
 - marginal ``P_i = prod_{j <= i} AR_j`` (the product-limit estimate of "a step that drafts at
   least i tokens accepts at least i"): the same identity ``P_i = prod AR_j`` as for a fixed K;
 - AL ``= 1 + sum_s a_s / n = 1 + sum_i A_i / n`` (unchanged), mean acceptance
@@ -58,11 +59,13 @@ def position_counts(drafted, accepted, k_max: int) -> np.ndarray:
 
 
 def conditional_from_position_counts(counts: np.ndarray) -> np.ndarray:
-    """``AR_i = A_i / R_i`` (0 where position i was never reached), vectorised over leading axes."""
+    """``AR_i = A_i / R_i``; 0 where position i was drafted but never reached, NaN where no step drafted
+    it (module doc); vectorised over leading axes."""
     c = np.asarray(counts, dtype=np.float64)
-    reached, accepted = c[..., REACHED, :], c[..., ACCEPTED, :]
+    drafted, reached, accepted = c[..., DRAFTED, :], c[..., REACHED, :], c[..., ACCEPTED, :]
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(reached > 0, accepted / np.where(reached > 0, reached, 1), 0.0)
+        rates = np.where(reached > 0, accepted / np.where(reached > 0, reached, 1), 0.0)
+    return np.where(drafted > 0, rates, np.nan)
 
 
 def marginal_from_position_counts(counts: np.ndarray) -> np.ndarray:
