@@ -30,7 +30,9 @@ SEED = 0
 _AL_KEYS = ("acceptance_length", "acceptance_length_ci", "acceptance_length_request_weighted",
             "acceptance_length_request_weighted_ci", "mean_acceptance_rate", "conditional_acceptance_rate",
             "num_requests", "num_steps", "max_tokens_share", "step_kind", "acceptance_length_drafted",
-            "tokens_per_decode_step", "num_decode_steps", "num_drafted_steps")
+            "tokens_per_decode_step", "num_decode_steps", "num_drafted_steps",
+            # per-step draft lengths (speedbench.metrics.acceptance.per_step): K may vary from step to step
+            "marginal_acceptance_rate", "draft_length_histogram", "variable_draft_length", "per_position_null_reason")
 
 
 def request_acceptance(records, draft_length: int) -> tuple[RequestAcceptance | None, str | None]:
@@ -99,6 +101,8 @@ def _point_figures(run: RunFolder, point: str, records, draft_length: int) -> di
         summary = _summary(records, draft_length, 0) or {}
         figures["acceptance_length"] = summary.get("acceptance_length")
         figures["tokens_per_decode_step"] = summary.get("tokens_per_decode_step")
+        figures["draft_length_histogram"] = summary.get("draft_length_histogram")
+        figures["variable_draft_length"] = summary.get("variable_draft_length")
     return figures
 
 
