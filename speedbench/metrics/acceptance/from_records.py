@@ -36,7 +36,6 @@ from speedbench.metrics.acceptance.per_step import (
     draft_length_counts,
     draft_length_histogram,
     variable_draft_length,
-    per_position_unknown_reason,
     position_counts,
 )
 from speedbench.metrics.acceptance.steps import StepCounts, per_step_arrays, record_steps
@@ -82,15 +81,6 @@ def per_step_columns(rows, k: int | None) -> tuple[dict, list[int], int] | None:
     return columns, [sum(d) for d, _ in arrays], k_max
 
 
-def _unknown_reason(counts: list[StepCounts], k: int | None) -> str | None:
-    """Why per-position rates are unknown for steps without per-step arrays (None: K was fixed)."""
-    drafted = [c.drafted_tokens for c in counts]
-    steps = [c.drafted_steps for c in counts]
-    if None in drafted or None in steps:
-        return None
-    return per_position_unknown_reason(sum(drafted), sum(steps), k)
-
-
 def _engine_request_table(rows, counts: list[StepCounts], k: int | None) -> tuple[RequestAcceptance, list]:
     """The table, and per record its drafted tokens (from the per-step arrays when there are some)."""
     histograms = [c.acceptance_histogram for c in counts]  # vLLM's placeholder step removed (steps.py)
@@ -111,9 +101,6 @@ def _engine_request_table(rows, counts: list[StepCounts], k: int | None) -> tupl
                                      drafted, draft_length=k, step_kind="decode", **_common(rows), **decode)
         table.per_position_unknown = ("the engine reports per request only drafted and accepted totals over its "
                                       "decode steps, not which steps drafted how many tokens")
-    if per_step is None and table.per_position_unknown is None:
-        table.per_position_unknown = _unknown_reason(counts, k)
-        table.k_varied = table.per_position_unknown is not None
     return table, per_record
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from speedbench.metrics.acceptance.per_step import per_position_unknown_reason
 from speedbench.metrics.acceptance.trimming import (
     AcceptanceWarning,
     TrimReport,
@@ -347,6 +348,9 @@ def requests_from_histograms(
         decode_steps=cols["decode_steps"],
         decode_tokens=cols["decode_tokens"],
     )
+    if cols["drafted"] is not None and cols.get("position_counts") is None:  # K varied, no per-step counts
+        table.per_position_unknown = per_position_unknown_reason(int(cols["drafted"].sum()), int(steps.sum()), k)
+        table.k_varied = table.per_position_unknown is not None
     return _finish_table(table, TrimRules(exclude_max_tokens_requests=exclude_max_tokens_requests))
 
 
@@ -400,4 +404,7 @@ def requests_from_counts(
         (cols["steps"] if step_kind == "decode" else None),
         decode_tokens=cols["decode_tokens"],
     )
+    if drafted is not None and draft_length and step_kind == "drafted":  # fewer than steps x K drafted: K varied
+        table.per_position_unknown = per_position_unknown_reason(int(d.sum()), int(s.sum()), int(draft_length))
+        table.k_varied = table.per_position_unknown is not None
     return _finish_table(table, TrimRules(exclude_max_tokens_requests=exclude_max_tokens_requests))
