@@ -19,6 +19,7 @@ from speedbench.metrics.degenerate import degenerate_guard
 from speedbench.metrics.acceptance.agreement import compare_sources, counter_summary
 from speedbench.metrics.acceptance.draft_length import (
     declared_draft_length,
+    declared_variable_draft_length,
     reported_draft_length,
     resolve_draft_length,
     server_draft_nodes,
@@ -171,7 +172,7 @@ def _consistency(records: list[TurnRecord], draft_length: int | None,
 
 def analyse_point(point: str, records: list[TurnRecord], engine: str, counter_entry: dict | None,
                   tolerance: float, num_resamples: int, draft_length: int | None = None,
-                  draft_nodes: int | None = None, synthetic: bool = False) -> PointResult:
+                  draft_nodes: int | None = None, synthetic: bool = False, variable: str | None = None) -> PointResult:
     """Every figure of one load point (warmup and failed requests left out of the figures);
     ``draft_nodes``: a draft tree's nodes per verify (the server's description), None for a chain;
     ``synthetic``: the engine replaced acceptance by synthetic rates (the pinned guard says so)."""
@@ -180,7 +181,7 @@ def analyse_point(point: str, records: list[TurnRecord], engine: str, counter_en
     counters = counter_summary(engine, counter_entry, len(ok))
     engine_k = reported_draft_length(ok)
     acc = record_acceptance(ok, resolve_draft_length(draft_length, engine_k, (counters or {}).get("draft_length")),
-                            num_resamples)
+                            num_resamples, variable=variable)
     placeholders = acc.engine_coverage.num_placeholder_steps if acc.engine_coverage else 0
     if counters is not None and (placeholders or acc.draft_length):
         # the counters hold vLLM's placeholder steps too: same definition; and K tells whether it varied
@@ -237,7 +238,7 @@ def compute_results(run: str | Path | RunFolder, tolerance: float = AGREEMENT_TO
     synthetic = (folder.engine_info or {}).get("speculation") == "synthetic"
     points = [analyse_point(point, folder.point_records(point), manifest.engine, folder.counters.get(point),
                             tolerance, num_resamples, draft_length, server_draft_nodes(server_info),
-                            synthetic).to_dict()
+                            synthetic, declared_variable_draft_length(server_info, folder.engine_info)).to_dict()
               for point in folder.point_names]
     return to_jsonable({
         "format_version": RESULTS_FORMAT_VERSION,

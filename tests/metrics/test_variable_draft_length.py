@@ -170,3 +170,24 @@ def test_a_position_no_step_drafted_is_unknown_not_zero():
     assert engine["conditional_acceptance_rate"][1:] == [None, None, None]  # null in results.json
     assert engine["conditional_acceptance_rate_ci"][1] == [None, None]
     assert engine["draft_length_histogram"] == {"1": 3} and engine["variable_draft_length"] is False
+
+
+def test_declared_variable_k_without_per_step_counts():
+    """SGLang's speculative_adaptive: its proposed drafts are verify steps x the configured draft tokens,
+    so its totals cannot show K varying; the server's description says so, and no rate is computed."""
+    from speedbench.metrics.acceptance.draft_length import declared_variable_draft_length
+
+    reason = declared_variable_draft_length({"speculative_adaptive": True}, None)
+    assert "speculative_adaptive" in reason
+    assert declared_variable_draft_length({"speculative_adaptive": False}, {"speculation": "draft"}) is None
+    assert "1-1:4" in declared_variable_draft_length(None, {"draft_schedule": "1-1:4,2-64:1"})
+    assert declared_variable_draft_length(None, {"draft_p_min": 0.0}) is None
+    assert "0.9" in declared_variable_draft_length(None, {"draft_p_min": 0.9})
+    records = [_record([(4, 4), (4, 1), (4, 0)], "a", per_step=False)]  # totals say K = 4 on every step
+    result = record_acceptance(records, K, num_resamples=0, variable=reason)
+    assert result.engine.conditional_acceptance_rate is None and "speculative_adaptive" in \
+        result.engine.per_position_null_reason
+    assert result.engine.variable_draft_length is True and result.chunks.num_draft_tokens is None
+    # per-step counts decide when the engine sent them: one K here, so nothing is unknown
+    result = record_acceptance([_record([(4, 4), (4, 1), (4, 0)], "a")], K, num_resamples=0, variable=reason)
+    assert result.engine.variable_draft_length is False and result.chunks_untrimmed.num_draft_tokens == 12

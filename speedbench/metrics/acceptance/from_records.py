@@ -190,13 +190,14 @@ def primary_name(engine: EngineCoverage | None, chunks_present: bool, chunks_are
     return "engine" if engine is not None else None
 
 
-def primary_table(records, draft_length: int | None) -> tuple[RequestAcceptance | None, str | None]:
+def primary_table(records, draft_length: int | None,
+                  variable: str | None = None) -> tuple[RequestAcceptance | None, str | None]:
     """The primary source's per-request table of ``records`` and its name (the board's input);
     ``(None, None)`` where :func:`primary_name` names none, as :attr:`RecordAcceptance.primary` is None:
     chunks that are not decoding steps (``--engine openai``) are no acceptance measurement."""
     engine = engine_table(records, draft_length)
     chunk = mark_variable_k(chunk_table(records, draft_length),
-                            engine and variable_k_reason(engine[0], draft_length))
+                            _chunk_reason(None if engine is None else engine[0], draft_length, variable))
     name = primary_name(None if engine is None else engine[1], chunk is not None,
                         all(r.chunks_are_steps for r in records))
     return {"engine": engine and engine[0], "chunks": chunk}.get(name), name
@@ -224,9 +225,28 @@ class RecordAcceptance:
         return {"engine": self.engine, "chunks": self.chunks}.get(self.primary_name)
 
 
+def _declared(table: RequestAcceptance | None, reason: str | None) -> None:
+    """The run says K varies (``variable``, :func:`...draft_length.declared_variable_draft_length`): without
+    per-step counts the engine source's rates are unknown too."""
+    if table is not None and reason and table.position_counts is None:
+        table.per_position_unknown = table.per_position_unknown or f"{reason}; no per-step drafted counts"
+        table.k_varied = True
+
+
+def _chunk_reason(engine: RequestAcceptance | None, k: int | None, variable: str | None) -> str | None:
+    """Why the chunk source cannot assume K per step: the engine's per-step counts decide when it sent
+    them; otherwise its totals, else the run's own description (``variable``), which also leaves the
+    engine source's rates unknown."""
+    if engine is not None and engine.draft_length_counts is not None:
+        return variable_k_reason(engine, k)
+    _declared(engine, variable)
+    return (None if engine is None else variable_k_reason(engine, k)) or variable
+
+
 def record_acceptance(records, draft_length: int | None, num_resamples: int, seed: int = 0,
-                      untrimmed: bool = True) -> RecordAcceptance:
-    """Every per-request source of ``records`` (measured, successful ones) summarised."""
+                      untrimmed: bool = True, variable: str | None = None) -> RecordAcceptance:
+    """Every per-request source of ``records`` (measured, successful ones) summarised; ``variable``: why
+    the run's own description says K varies from step to step (None: it does not say)."""
     chunk = chunk_table(records, draft_length)
     flags: list[str] = []
     if draft_length is None and chunk is not None:
@@ -238,7 +258,7 @@ def record_acceptance(records, draft_length: int | None, num_resamples: int, see
         engine = None
         flags.append(f"engine_stats_invalid: the engine's per-request statistics were not used ({error})")
     raw = chunk_table(records, draft_length, TrimRules(last_chunk="keep")) if untrimmed else None
-    reason = None if engine is None else variable_k_reason(engine[0], draft_length)
+    reason = _chunk_reason(None if engine is None else engine[0], draft_length, variable)
     chunk, raw = mark_variable_k(chunk, reason), mark_variable_k(raw, reason)
     return RecordAcceptance(
         engine=None if engine is None else summarize_acceptance(engine[0], num_resamples=num_resamples, seed=seed),
