@@ -60,9 +60,9 @@ from speedbench.metrics.acceptance.per_step import (
     draft_length_histogram,
     marginal_from_position_counts,
     position_counts,
-    requests_from_per_step,
     variable_draft_length,
 )
+from speedbench.metrics.acceptance.per_step_table import requests_from_per_step
 from speedbench.metrics.acceptance.summary import AcceptanceSummary, acceptance_from_step_sizes, summarize_acceptance
 from speedbench.metrics.acceptance.tables import (
     ALL_CATEGORY,

@@ -126,46 +126,7 @@ def check_position_identity(counts: np.ndarray, steps: int, accepted: int) -> li
 
 
 
-def requests_from_per_step(per_step_drafted, per_step_accepted, *, draft_length: int | None = None,
-                           categories=None, question_ids=None, finish_reasons=None,
-                           exclude_max_tokens_requests: bool = False):
-    """Input form 2c: per request the ordered per-step drafted and accepted counts (vLLM's
-    ``per_step_drafted`` / ``per_step_accepted``) -> the per-request table, with the position counts
-    and the steps by drafted count; K = ``draft_length``, else the largest draft of any step."""
-    from speedbench.metrics.acceptance.tables import requests_from_histograms
-    from speedbench.metrics.validation import MetricInputError
-
-    drafted = [list(np.asarray(d, dtype=np.int64).reshape(-1)) for d in per_step_drafted]
-    accepted = [list(np.asarray(a, dtype=np.int64).reshape(-1)) for a in per_step_accepted]
-    if len(drafted) != len(accepted):
-        raise MetricInputError(f"per_step_accepted: got {len(accepted)} rows for {len(drafted)}")
-    k = int(draft_length) if draft_length is not None else max([max(d, default=0) for d in drafted] + [0])
-    if k < 1:
-        raise MetricInputError("per_step_drafted: no step drafted a token and no draft_length was given")
-    try:
-        counts = [position_counts(d, a, k) for d, a in zip(drafted, accepted)]
-    except ValueError as error:
-        row = next(i for i, (d, a) in enumerate(zip(drafted, accepted)) if _invalid(d, a, k))
-        raise MetricInputError(f"per_step_drafted / per_step_accepted: row {row}: {error}") from None
-    columns = {"position_counts": np.stack(counts) if counts else np.zeros((0, 3, k), np.int64),
-               "draft_length_counts": np.stack([draft_length_counts(d, k) for d in drafted]) if drafted
-               else np.zeros((0, k + 1), np.int64)}
-    histograms = [np.bincount(np.asarray(a, dtype=np.int64), minlength=k + 1)[: k + 1].tolist() for a in accepted]
-    return requests_from_histograms(histograms, draft_length=k, drafted=[int(sum(d)) for d in drafted],
-                                    per_step=columns, categories=categories, question_ids=question_ids,
-                                    finish_reasons=finish_reasons,
-                                    exclude_max_tokens_requests=exclude_max_tokens_requests)
-
-
-def _invalid(drafted, accepted, k: int) -> bool:
-    try:
-        position_counts(drafted, accepted, k)
-    except ValueError:
-        return True
-    return False
-
-
 __all__ = ["ACCEPTED", "DRAFTED", "REACHED", "check_position_identity", "conditional_from_position_counts",
            "draft_length_counts", "draft_length_histogram", "marginal_from_position_counts",
-           "per_position_unknown_reason", "position_counts", "requests_from_per_step", "variable_draft_length",
+           "per_position_unknown_reason", "position_counts", "variable_draft_length",
            "vllm_position_rates"]

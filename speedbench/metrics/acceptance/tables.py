@@ -12,6 +12,7 @@ import numpy as np
 from speedbench.metrics.acceptance.per_step import per_position_unknown_reason
 from speedbench.metrics.acceptance.trimming import (
     AcceptanceWarning,
+    as_ragged_float,
     TrimReport,
     TrimRules,
     detect_merged_chunks,
@@ -20,22 +21,9 @@ from speedbench.metrics.acceptance.trimming import (
     stalled_chunks,
     trim_step_sizes,
 )
-from speedbench.metrics.validation import MetricInputError, Ragged, as_count_array, as_labels, as_ragged_counts
+from speedbench.metrics.validation import MetricInputError, as_count_array, as_labels, as_ragged_counts
 from speedbench.records import MAX_TOKENS_REASONS
 
-
-def as_ragged_float(rows, like: Ragged, name: str) -> Ragged:
-    """Ragged float rows shaped exactly like ``like`` (one value per chunk)."""
-    if len(rows) != like.num_rows:
-        raise MetricInputError(f"{name}: got {len(rows)} rows for {like.num_rows}")
-    # A row may be None (no times: nothing to judge by them), read as NaN.
-    rows = [np.full(int(n), np.nan) if r is None else r for r, n in zip(rows, like.lengths)]
-    lengths = np.asarray([len(r) for r in rows], dtype=np.int64)
-    if (lengths != like.lengths).any():
-        i = int(np.flatnonzero(lengths != like.lengths)[0])
-        raise MetricInputError(f"{name}: row {i} has {lengths[i]} values for {like.lengths[i]} chunks")
-    values = np.concatenate([np.asarray(r, dtype=np.float64) for r in rows]) if rows else np.zeros(0)
-    return Ragged(values=values, offsets=like.offsets)
 
 ALL_CATEGORY = "all"
 
@@ -154,14 +142,8 @@ def _checked_counts(steps, accepted, drafted, draft_length) -> tuple[np.ndarray,
 
 
 def _decode_columns(decode_steps, decode_tokens, n: int) -> dict[str, np.ndarray | None]:
-    out: dict[str, np.ndarray | None] = {"decode_steps": None, "decode_tokens": None}
-    for name, values in (("decode_steps", decode_steps), ("decode_tokens", decode_tokens)):
-        if values is not None:
-            arr = as_count_array(values, name)
-            if arr.size != n:
-                raise MetricInputError(f"{name}: got {arr.size} values for {n} rows")
-            out[name] = arr
-    return out
+    return {name: None if values is None else _row_counts(values, n, name)
+            for name, values in (("decode_steps", decode_steps), ("decode_tokens", decode_tokens))}
 
 
 def _row_counts(values, n: int, name: str) -> np.ndarray:
@@ -264,24 +246,31 @@ def requests_from_step_sizes(
         },
     )
     table = RequestAcceptance(
-        question_ids=ids,
-        categories=cats,
-        steps=cols["steps"],
-        accepted=cols["accepted"],
-        drafted=cols["steps"] * draft_length,
-        drafted_from_k=True,
-        histograms=cols["histograms"],
-        draft_length=draft_length,
-        draft_length_inferred=inferred,
-        decode_steps=cols["steps"],
-        decode_tokens=cols["steps"] + cols["accepted"],
-        max_tokens_finished=cols["max_tokens"],
-        input_form="step_sizes",
-        trim_rules=rules,
-        trim_report=report,
+        question_ids=ids, categories=cats, steps=cols["steps"], accepted=cols["accepted"],
+        drafted=cols["steps"] * draft_length, drafted_from_k=True, histograms=cols["histograms"],
+        draft_length=draft_length, draft_length_inferred=inferred,
+        decode_steps=cols["steps"], decode_tokens=cols["steps"] + cols["accepted"],
+        max_tokens_finished=cols["max_tokens"], input_form="step_sizes", trim_rules=rules, trim_report=report,
         warnings=notes,
     )
     return _finish_table(table, rules)
+
+
+def _dense_histograms(histograms, draft_length: int | None) -> tuple[np.ndarray, list[str]]:
+    """Histograms as an ``(n, K + 1)`` matrix, shorter rows padded with zeros, and the note saying so."""
+    rows = as_ragged_counts(histograms, "histograms")
+    n = rows.num_rows
+    width = int(rows.lengths.max()) if n else 1
+    if draft_length is not None:
+        if width > int(draft_length) + 1:
+            raise MetricInputError(f"histograms: a histogram has {width} entries, more than K + 1 = {draft_length + 1}")
+        width = int(draft_length) + 1
+    if width < 2:
+        raise MetricInputError("histograms: each histogram needs h_0..h_K with K >= 1 (at least 2 entries)")
+    dense = np.zeros((n, width), dtype=np.int64)
+    dense[rows.row_index(), np.arange(rows.values.size) - np.repeat(rows.offsets[:-1], rows.lengths)] = rows.values
+    padded = n and (rows.lengths != width).any()
+    return dense, [f"histograms of different lengths: padded with zeros to K = {width - 1}"] if padded else []
 
 
 def requests_from_histograms(
@@ -305,21 +294,9 @@ def requests_from_histograms(
     tokens they emitted, for tokens per decode step. ``drafted`` (per row) are the drafted tokens when
     the engine counted them (default ``steps x K``: a fixed K); ``per_step`` holds
     ``position_counts`` / ``draft_length_counts`` (:func:`speedbench.metrics.acceptance.from_records.per_step_columns`)."""
-    rows = as_ragged_counts(histograms, "histograms")
-    n = rows.num_rows
-    width = int(rows.lengths.max()) if n else 1
-    if draft_length is not None:
-        if width > int(draft_length) + 1:
-            raise MetricInputError(f"histograms: a histogram has {width} entries, more than K + 1 = {draft_length + 1}")
-        width = int(draft_length) + 1
-    if width < 2:
-        raise MetricInputError("histograms: each histogram needs h_0..h_K with K >= 1 (at least 2 entries)")
-    dense = np.zeros((n, width), dtype=np.int64)
-    dense[rows.row_index(), np.arange(rows.values.size) - np.repeat(rows.offsets[:-1], rows.lengths)] = rows.values
+    dense, notes = _dense_histograms(histograms, draft_length)
+    n, width = dense.shape
     k = width - 1
-    notes = []
-    if n and (rows.lengths != width).any():
-        notes.append(f"histograms of different lengths: padded with zeros to K = {k}")
     ids, cats, cols = _group_rows(
         question_ids,
         categories,
