@@ -14,7 +14,8 @@ from speedbench.metrics.validation import MetricInputError
 
 def requests_from_per_step(per_step_drafted, per_step_accepted, *, draft_length: int | None = None,
                            categories=None, question_ids=None, finish_reasons=None,
-                           exclude_max_tokens_requests: bool = False) -> RequestAcceptance:
+                           exclude_max_tokens_requests: bool = False, decode_steps=None,
+                           decode_tokens=None) -> RequestAcceptance:
     """Input form 2c: per request the ordered per-step drafted and accepted counts (vLLM's
     ``per_step_drafted`` / ``per_step_accepted``) -> the per-request table, with the position counts
     and the steps by drafted count; K = ``draft_length``, else the largest draft of any step."""
@@ -37,7 +38,8 @@ def requests_from_per_step(per_step_drafted, per_step_accepted, *, draft_length:
     return requests_from_histograms(histograms, draft_length=k, drafted=[int(sum(d)) for d in drafted],
                                     per_step=columns, categories=categories, question_ids=question_ids,
                                     finish_reasons=finish_reasons,
-                                    exclude_max_tokens_requests=exclude_max_tokens_requests)
+                                    exclude_max_tokens_requests=exclude_max_tokens_requests,
+                                    decode_steps=decode_steps, decode_tokens=decode_tokens)
 
 
 def _invalid(drafted, accepted, k: int) -> bool:
