@@ -10,7 +10,10 @@ and ``vllm/benchmarks/datasets/datasets.py`` (``SpeedBench``) of vLLM 0.32.0:
   ``A_i`` = Δ``..._num_accepted_tokens_per_pos_total{position=i}``, every label summed. Then
   ``spec_decode_acceptance_length = 1 + A / D`` (0 when D = 0), ``spec_decode_acceptance_rate =
   100 A / T`` (a percentage), ``spec_decode_per_position_acceptance_rates[i] = A_i / D``: the
-  marginal ``P(>= i+1)`` per drafted step, not a conditional rate. One figure per run, over all the
+  marginal ``P(>= i+1)`` per drafted step, not a conditional rate; when the draft length varies
+  from step to step (a ``num_speculative_tokens_per_batch_size`` schedule, n-gram matches) it counts
+  every step that drafted fewer than i+1 tokens as a rejection at i+1, and the view sets our rates
+  beside it with that cause (:func:`variable_k_comparison`). One figure per run, over all the
   server's traffic in that window (another client's too), drafts accepted past ``max_tokens``
   included. Nothing is printed when T = 0.
 - Per request: ``ttft`` = first chunk with ``choices`` - send; ``latency`` = *last* such chunk -
