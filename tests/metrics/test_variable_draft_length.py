@@ -191,3 +191,23 @@ def test_declared_variable_k_without_per_step_counts():
     # per-step counts decide when the engine sent them: one K here, so nothing is unknown
     result = record_acceptance([_record([(4, 4), (4, 1), (4, 0)], "a")], K, num_resamples=0, variable=reason)
     assert result.engine.variable_draft_length is False and result.chunks_untrimmed.num_draft_tokens == 12
+
+
+def test_consistency_rule_per_step_counts():
+    """drafted <= steps x K holds with K varying; per-step arrays must add up to the engine's totals."""
+    from dataclasses import replace
+
+    from speedbench.analysis.consistency import check_record
+
+    def stats_rules(record):  # the hand-built times (10 ns per chunk) break bounds.*, not the point here
+        return [v for v in check_record(record, K) if v.rule.startswith("stats.")]
+
+    good = _record(STEPS, "a")
+    assert stats_rules(good) == []
+    raw = dict(good.engine_stats.raw, per_step_drafted=[4, 3, 1, 1, 2])  # 11 drafted, the engine counted 12
+    bad = replace(good, engine_stats=replace(good.engine_stats, raw=raw))
+    assert [(v.rule, v.detail) for v in stats_rules(bad)] == [
+        ("stats.per_step_counts", "per-step counts hold 11 drafted tokens, the engine counted 12")]
+    raw = dict(good.engine_stats.raw, per_step_drafted=[4, 4, 1, 1, 1], per_step_accepted=[4, 1, 1, 0, 2])
+    bad = replace(good, engine_stats=replace(good.engine_stats, raw=raw))
+    assert "step 4 drafted 1 and accepted 2" in stats_rules(bad)[0].detail
