@@ -58,7 +58,9 @@ class LlamaCppAdapter(EngineAdapter):
             state.tokens_total = before + max(0, int(timings["predicted_n"]) - before)
             new = state.tokens_total - before
             state.extra["timings"] = timings
+            _count_step(state, new, timings.get("predicted_ms"))
             return new, timings.get("predicted_ms")
+        _count_step(state, new, None)
         return new, None
 
     def stream_finished(self, state: StreamState) -> bool:
@@ -81,7 +83,10 @@ class LlamaCppAdapter(EngineAdapter):
         accepted = int(timings.get("draft_n_accepted", 0))
         # The timings say nothing of which steps drafted (the server's counters count those,
         # n_draft_verif_steps); verify_steps here are decode steps, and drafted_steps is unknown.
-        decode, past = derive_decode_steps(tokens, accepted, None)
+        # The streamed steps after the prefill's bound the decode steps from below: drafts accepted
+        # on a last step that the slot's context (n_ctx) cut are counted in draft_n_accepted but never
+        # emitted, so T - 1 - A alone undercounts the steps (a real run: 119 steps, 117 by the identity).
+        decode, past = derive_decode_steps(tokens, accepted, None, max(0, state.extra.get("steps", 0) - 1))
         return EngineSpecStats(source="llamacpp.timings", verify_steps=decode,
                                draft_tokens=int(timings["draft_n"]), accepted_tokens=accepted, raw=raw,
                                decode_steps=decode, drafted_steps=None, accepted_past_max_tokens=past)
@@ -97,6 +102,16 @@ class LlamaCppAdapter(EngineAdapter):
 
 
 _FINISH_REASONS = {"limit": "length", "eos": "stop", "word": "stop"}
+
+
+def _count_step(state: StreamState, new: int, key) -> None:
+    """Count the token-carrying steps as the stream merges events into chunks (one chunk per step key)."""
+    if new <= 0:
+        return
+    extra = state.extra
+    if key is None or key != extra.get("step_key") or not extra.get("steps"):
+        extra["steps"] = extra.get("steps", 0) + 1
+    extra["step_key"] = key
 
 
 def _parse_native_event(event: dict[str, Any], state: StreamState) -> int:

@@ -12,6 +12,7 @@ from speedbench.metrics.acceptance import (
     acceptance_from_counters,
     requests_from_counts,
     requests_from_histograms,
+    requests_from_per_step,
     requests_from_step_sizes,
     summarize_acceptance,
 )
@@ -28,9 +29,13 @@ AR_i = P(>= i) / P(>= i-1) (0 for a position never reached), and acceptance leng
 AL = 1 + sum_{i=1..K} prod_{j<=i} AR_j = 1 + accepted / steps. AL is reported step-weighted
 (all steps pooled) and request-weighted (mean of per-request ALs, as the published
 reference does), with seeded percentile bootstrap intervals over requests, overall and per
-category. Four input forms (config names): "step_sizes" (default; streamed chunk sizes),
-"histograms" (h_0..h_K per request), "counts" ((steps, accepted, drafted) per request) and
-"counters" (run-level counter deltas).
+category. Five input forms (config names): "step_sizes" (default; streamed chunk sizes),
+"histograms" (h_0..h_K per request), "counts" ((steps, accepted, drafted) per request),
+"per_step" (each step's drafted and accepted counts per request, when the draft length varies
+from step to step) and "counters" (run-level counter deltas). When K varies, AR_i counts position
+i over the steps that drafted it and accepted every position before it; where drafted tokens fall
+short of steps x K and no per-step counts say which step drafted what, the per-position rates are
+null with the reason (per_position_null_reason).
 """
 
 _KWARGS_DESCRIPTION = """
@@ -45,10 +50,13 @@ Args (config "histograms"): histograms (list of list of int, h_0..h_K per reques
     categories, question_ids, finish_reasons.
 Args (config "counts"): steps, accepted (lists of int, one per request), drafted (list of
     int, optional: default steps * draft_length), categories, question_ids, finish_reasons.
+Args (config "per_step"): per_step_drafted, per_step_accepted (list of list of int: each step's
+    drafted and accepted counts, per request), categories, question_ids, finish_reasons.
 Args (config "counters"): num_drafts, num_draft_tokens, num_accepted_tokens (lists of int,
     one per run or category run), accepted_per_position (list of list of int), categories.
 Keyword options:
-    draft_length (int): K. Inferred as max step size - 1 with a warning when omitted.
+    draft_length (int): K (the largest when it varies). Inferred as max step size - 1 with a
+        warning when omitted (per_step: the largest draft of any step).
     first_chunk ("drop_if_lone" | "drop" | "keep"): default "drop_if_lone".
     last_chunk ("drop" | "keep"): default "drop".
     exclude_max_tokens_requests (bool): default False.
@@ -60,6 +68,8 @@ Returns:
     conditional_acceptance_rate (K floats), marginal_acceptance_rate (K floats) and their
     _ci, mean_acceptance_rate, acceptance_histogram (h_0..h_K), num_requests, num_steps,
     num_max_tokens_requests, max_tokens_share, trim_report, checks_failed, warnings,
+    draft_length_histogram ({"K": steps}), variable_draft_length, position_drafted_steps,
+    position_reached_steps, position_accepted_steps, per_position_null_reason,
     per_category ({category: {same keys}}).
 Examples:
     >>> import evaluate
@@ -83,6 +93,8 @@ _FEATURES = {
     "step_sizes": {"step_sizes": datasets.Sequence(_INT), **_PER_REQUEST},
     "histograms": {"histograms": datasets.Sequence(_INT), **_PER_REQUEST},
     "counts": {"steps": _INT, "accepted": _INT, "drafted": _INT, **_PER_REQUEST},
+    "per_step": {"per_step_drafted": datasets.Sequence(_INT), "per_step_accepted": datasets.Sequence(_INT),
+                 **_PER_REQUEST},
     "counters": {
         "num_drafts": _INT,
         "num_draft_tokens": _INT,
@@ -123,13 +135,18 @@ class SpeedbenchAl(ValidatedInputsMixin, evaluate.Metric):
         if form == "counters":
             per_position = inputs.pop("accepted_per_position")
             per_position = None if all(len(p) == 0 for p in per_position) else per_position
-            return acceptance_from_counters(categories=categories, accepted_per_position=per_position, **inputs).to_dict()
+            return acceptance_from_counters(categories=categories, accepted_per_position=per_position,
+                                            draft_length=draft_length, **inputs).to_dict()
         per_request = dict(categories=categories, question_ids=ids_or_row_numbers(question_ids),
                            finish_reasons=column_or_none(finish_reasons))
         if form == "step_sizes":
             rules = TrimRules(first_chunk=first_chunk, last_chunk=last_chunk, merged_chunks=merged_chunks,
                               exclude_max_tokens_requests=exclude_max_tokens_requests)
             table = requests_from_step_sizes(inputs["step_sizes"], draft_length=draft_length, rules=rules, **per_request)
+        elif form == "per_step":
+            table = requests_from_per_step(inputs["per_step_drafted"], inputs["per_step_accepted"],
+                                           draft_length=draft_length,
+                                           exclude_max_tokens_requests=exclude_max_tokens_requests, **per_request)
         elif form == "histograms":
             table = requests_from_histograms(inputs["histograms"], exclude_max_tokens_requests=exclude_max_tokens_requests, **per_request)
         else:

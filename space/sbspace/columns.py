@@ -24,7 +24,8 @@ IDENTITY = [
     Column("engine", "Engine", "str"),
     Column("engine_version", "Version", "str"),
     Column("gpu", "GPU", "str", width=110),
-    Column("draft_length", "K", "number", width=50),
+    # "4", or "dynamic 1-4" when the draft length varied from step to step (speedbench.leaderboard.board.k_label)
+    Column("k", "K", "str", width=90),
     Column("temperature", "Temp.", "number", width=70),
 ]
 ACCEPTANCE = [

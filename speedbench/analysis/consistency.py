@@ -34,6 +34,9 @@ Record rules (``check_record``; ``draft_length`` K, 0 for an autoregressive base
 - ``stats.steps_vs_output``: ``output_tokens = 1 + decode_steps + accepted - accepted_past_max_tokens``
   with ``0 <= accepted_past_max_tokens <= K`` (engines count drafts accepted on a last step
   that ``max_tokens`` cut); without decode steps, ``1 + drafted_steps + accepted <= output + K``;
+- ``stats.per_step_counts``: the engine's per-step arrays (vLLM ``per_step_drafted`` /
+  ``per_step_accepted``), when sent, hold one entry per drafted step, add up to the drafted and
+  accepted tokens, and each step accepted at most what it drafted, at most K (K may vary per step);
 - ``stats.chunks_disagree``: when chunks are steps, there are no more chunk steps than decode
   steps + 1 (chunks may merge steps, never split one);
 - ``baseline.drafted``: a baseline (K = 0) carries no drafted or accepted tokens, and when its
@@ -250,6 +253,29 @@ def _stats(r, k: int, v: list[Violation], nodes: int | None = None) -> None:
                            f"{accepted} accepted over {steps} steps with K = {k} (at most {steps * k})"))
     if accepted is not None:
         _identity(r, k, decode_steps, drafted_steps, accepted, v)
+    _per_step(r, k, drafted_steps, drafted, accepted, v)
+
+
+def _per_step(r, k: int, drafted_steps, drafted, accepted, v: list[Violation]) -> None:
+    raw = r.engine_stats.raw if isinstance(r.engine_stats.raw, dict) else {}
+    d, a = raw.get("per_step_drafted"), raw.get("per_step_accepted")
+    if d is None and a is None:
+        return
+    key, name = r.record_key, "engine_stats.raw.per_step_drafted"
+    if not (isinstance(d, list) and isinstance(a, list) and len(d) == len(a)
+            and all(type(x) is int for x in d + a)):
+        v.append(Violation("stats.per_step_counts", key, name, "per-step drafted and accepted counts are not two "
+                           "lists of whole numbers of one length"))
+        return
+    bad = next((i for i, (x, y) in enumerate(zip(d, a)) if not 0 <= y <= x <= k), None)
+    if bad is not None:
+        v.append(Violation("stats.per_step_counts", key, name, f"step {bad} drafted {d[bad]} and accepted {a[bad]} "
+                           f"(0 <= accepted <= drafted <= K = {k})"))
+    for what, steps_or_sum, expected in (("steps", len(d), drafted_steps), ("drafted tokens", sum(d), drafted),
+                                         ("accepted tokens", sum(a), accepted)):
+        if expected is not None and steps_or_sum != expected:
+            v.append(Violation("stats.per_step_counts", key, name,
+                               f"per-step counts hold {steps_or_sum} {what}, the engine counted {expected}"))
 
 
 def _identity(r, k: int, decode_steps, drafted_steps, accepted: int, v: list[Violation]) -> None:

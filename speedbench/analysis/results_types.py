@@ -147,6 +147,14 @@ class AcceptanceFigures(Section):
     step_kind: str | None = None
     chunks_are_steps: bool | None = None
     trim_report: dict | None = None
+    # the draft length step by step (speedbench.metrics.acceptance.per_step): K as a string -> steps
+    draft_length_histogram: dict | None = None
+    variable_draft_length: bool | None = None
+    position_drafted_steps: list | None = None
+    position_reached_steps: list | None = None
+    position_accepted_steps: list | None = None
+    per_position_null_reason: str | None = None
+    drafted_tokens_null_reason: str | None = None
     per_category: dict[str, AcceptanceFigures] = field(default_factory=dict)
 
     @property
@@ -236,6 +244,8 @@ class PointFigures(Section):
     finish_reasons: dict = field(default_factory=dict)
     draft_length: int | None = None
     draft_length_given: bool = False
+    variable_draft_length: bool | None = None
+    draft_length_histogram: dict | None = None
     primary_acceptance_source: str | None = None
     acceptance: dict[str, AcceptanceFigures] = field(default_factory=dict)
     agreement: dict = field(default_factory=dict)

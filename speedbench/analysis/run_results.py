@@ -22,6 +22,7 @@ from speedbench.metrics.degenerate import degenerate_guard
 from speedbench.metrics.acceptance.agreement import compare_sources, counter_summary, explain_lost_streams
 from speedbench.metrics.acceptance.draft_length import (
     declared_draft_length,
+    declared_variable_draft_length,
     reported_draft_length,
     resolve_draft_length,
     server_draft_nodes,
@@ -69,6 +70,10 @@ class PointResult:
     peers: dict[str, Any] = field(default_factory=dict)
     # The degenerate-speculation guard (speedbench.metrics.degenerate): pinned and looping shares.
     degenerate: dict[str, Any] = field(default_factory=dict)
+    # Per-step draft lengths (speedbench.metrics.acceptance.per_step): whether any source saw K vary (None:
+    # none can tell), and steps by drafted count ({"K": steps}) from the first source that counted them.
+    variable_draft_length: bool | None = None
+    draft_length_histogram: dict[str, int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -106,6 +111,20 @@ def _sources(acc: RecordAcceptance, counters: dict | None) -> tuple[dict[str, An
         if not counters["complete"]:
             flags.append("counters_incomplete: the point was resumed; counter deltas cover only part of it")
     return sources, flags
+
+
+def _draft_lengths(sources: dict[str, Any]) -> tuple[bool | None, dict | None, list[str]]:
+    """The point's ``variable_draft_length`` and ``draft_length_histogram`` from its sources, and its flag."""
+    flags = [(s or {}).get("variable_draft_length") for s in sources.values()]
+    histogram = next((s["draft_length_histogram"] for s in sources.values()
+                      if (s or {}).get("draft_length_histogram")), None)
+    variable = True if True in flags else (False if False in flags else None)
+    if not variable:
+        return variable, histogram, []
+    shown = f" ({histogram} steps by drafted count)" if histogram else ""
+    return variable, histogram, [f"variable_draft_length: the draft length varied from step to step{shown}; "
+                                 "per-position rates count each position over the steps that drafted it, "
+                                 "or are null where no per-step counts say which did"]
 
 
 def _totals(ok: list[TurnRecord], measured: list[TurnRecord], acc: RecordAcceptance) -> dict[str, int | None]:
@@ -156,7 +175,7 @@ def _consistency(records: list[TurnRecord], draft_length: int | None,
 
 def analyse_point(point: str, records: list[TurnRecord], engine: str, counter_entry: dict | None,
                   tolerance: float, num_resamples: int, draft_length: int | None = None,
-                  draft_nodes: int | None = None, synthetic: bool = False) -> PointResult:
+                  draft_nodes: int | None = None, synthetic: bool = False, variable: str | None = None) -> PointResult:
     """Every figure of one load point (warmup and failed requests left out of the figures);
     ``draft_nodes``: a draft tree's nodes per verify (the server's description), None for a chain;
     ``synthetic``: the engine replaced acceptance by synthetic rates (the pinned guard says so)."""
@@ -165,13 +184,15 @@ def analyse_point(point: str, records: list[TurnRecord], engine: str, counter_en
     counters = counter_summary(engine, counter_entry, len(ok))
     engine_k = reported_draft_length(ok)
     acc = record_acceptance(ok, resolve_draft_length(draft_length, engine_k, (counters or {}).get("draft_length")),
-                            num_resamples)
+                            num_resamples, variable=variable)
     placeholders = acc.engine_coverage.num_placeholder_steps if acc.engine_coverage else 0
-    if placeholders and counters is not None:  # the counters hold vLLM's placeholder steps too: same definition
+    if counters is not None and (placeholders or acc.draft_length):
+        # the counters hold vLLM's placeholder steps too: same definition; and K tells whether it varied
         counters = counter_summary(engine, counter_entry, len(ok), placeholders, acc.draft_length)
     mismatch = ([f"draft_length_mismatch: --draft-length {draft_length} but the engine reports K = {engine_k}"]
                 if draft_length and engine_k and draft_length != engine_k else [])
     sources, flags = _sources(acc, counters)
+    variable, histogram, k_flags = _draft_lengths(sources)
     agreement, agreement_flags = compare_sources(acc, counters, ok, tolerance)
     agreement_flags = explain_lost_streams(agreement_flags, [r for r in measured if not r.ok])
     timing = point_latency(ok, point)
@@ -182,7 +203,7 @@ def analyse_point(point: str, records: list[TurnRecord], engine: str, counter_en
     first = measured[0] if measured else None
     health = client_timing(ok)
     totals = _totals(ok, measured, acc)
-    guard = degenerate_guard(ok, synthetic)
+    guard = degenerate_guard(ok, synthetic, acc.draft_length)
     lag_flags = ([f"client_lag: {health.num_client_lagged} of {health.num_records} request(s) reached the client in "
                   "one read or a burst faster than any engine decodes (a busy client or server frontend), left out "
                   "of the step latency, TPOT and per-user speed figures"]
@@ -201,8 +222,9 @@ def analyse_point(point: str, records: list[TurnRecord], engine: str, counter_en
         acceptance=sources, agreement=agreement, latency=latency.to_dict() if latency else None,
         totals=totals,
         flags=acc.flags + mismatch + flags + agreement_flags + consistency_flags + lag_flags + _later_turn_flags(totals)
-        + guard.flags, consistency=consistency, client_timing=health.to_dict(),
-        peers=peer_views(records, engine, counter_entry), degenerate=guard.to_dict())
+        + guard.flags + k_flags, consistency=consistency, client_timing=health.to_dict(),
+        peers=peer_views(records, engine, counter_entry), degenerate=guard.to_dict(),
+        variable_draft_length=variable, draft_length_histogram=histogram)
 
 
 def compute_results(run: str | Path | RunFolder, tolerance: float = AGREEMENT_TOLERANCE,
@@ -227,7 +249,7 @@ def run_results(run: str | Path | RunFolder, tolerance: float = AGREEMENT_TOLERA
     synthetic = (folder.engine_info or {}).get("speculation") == "synthetic"
     points = [analyse_point(point, folder.point_records(point), manifest.engine, folder.counters.get(point),
                             tolerance, num_resamples, draft_length, server_draft_nodes(server_info),
-                            synthetic).to_dict()
+                            synthetic, declared_variable_draft_length(server_info, folder.engine_info)).to_dict()
               for point in folder.point_names]
     _add_coverage(folder, points)
     return RunResults.from_dict(to_jsonable({

@@ -51,6 +51,22 @@ def _warnings_cell(warnings) -> str:
     return ", ".join(codes)
 
 
+def k_label(draft_length, acceptance: dict) -> str:
+    """The K column: the submitted K, or ``"dynamic 1-4"`` when the recomputed acceptance saw the draft
+    length vary (the smallest and largest K that drafted, from its histogram; ``"dynamic, max 4"``
+    when only the totals say it varied)."""
+    k = _round(draft_length, 0)
+    shown = "" if k is None else str(int(k))
+    if acceptance.get("variable_draft_length") is not True:
+        return shown
+    histogram = acceptance.get("draft_length_histogram")
+    ks = sorted(int(key) for key in histogram if str(key).isdigit() and int(key) > 0) \
+        if isinstance(histogram, dict) else []
+    if ks:
+        return f"dynamic {ks[0]}-{ks[-1]}"
+    return f"dynamic, max {shown}" if shown else "dynamic"
+
+
 def entry_row(entry: Entry) -> dict:
     """The flat board row of one entry: a fixed, bounded set of keys whatever the entry holds."""
     meta, metrics = entry.metadata, entry.metrics
@@ -59,6 +75,7 @@ def entry_row(entry: Entry) -> dict:
     row = {key: meta.get(key) for key in IDENTITY_KEYS if key != "id"}
     for key in ("model", "model_family", "drafter", "sd_method", "engine", "engine_version", "gpu"):
         row[key] = _text(row[key])
+    row["k"] = k_label(row["draft_length"], acceptance)
     row["draft_length"], row["temperature"] = _round(row["draft_length"], 0), _round(row["temperature"], 3)
     row["id"] = entry.id
     row["al"] = _round(acceptance.get("acceptance_length"))

@@ -59,8 +59,10 @@ def degenerate_warnings(runs: list[RunFolder]) -> list[dict]:
     out = []
     for run in (r for r in runs if r.role == "sd"):
         synthetic = (run.engine_info or {}).get("speculation") == "synthetic"
+        run_k = (run.engine_info or {}).get("draft_length")  # a stranger's engine.json: only a whole number counts
+        run_k = run_k if type(run_k) is int and run_k > 0 else None
         for point, ok in run.points.items():  # successful measured records, as results.json's guard
-            for flag in degenerate_guard(ok, synthetic).flags:
+            for flag in degenerate_guard(ok, synthetic, run_k).flags:
                 code, _, message = flag.partition(": ")
                 out.append(_warning(code, f"{run.path} {point}: {message}"))
     return out

@@ -20,6 +20,7 @@ import numpy as np
 from speedbench.metrics.acceptance import RequestAcceptance, compare_acceptance, summarize_acceptance
 from speedbench.metrics.load_point import appendix_g_estimate, point_concurrency, point_latency
 from speedbench.metrics.speedup import measured_speedup
+from speedbench.metrics.acceptance.draft_length import declared_variable_draft_length
 from speedbench.metrics.acceptance.from_records import primary_table
 from speedbench.metrics.results import to_jsonable
 from speedbench.analysis.run_folder import RunFolder
@@ -31,10 +32,13 @@ SEED = 0
 _AL_KEYS = ("acceptance_length", "acceptance_length_ci", "acceptance_length_request_weighted",
             "acceptance_length_request_weighted_ci", "mean_acceptance_rate", "conditional_acceptance_rate",
             "num_requests", "num_steps", "max_tokens_share", "step_kind", "acceptance_length_drafted",
-            "tokens_per_decode_step", "num_decode_steps", "num_drafted_steps")
+            "tokens_per_decode_step", "num_decode_steps", "num_drafted_steps",
+            # per-step draft lengths (speedbench.metrics.acceptance.per_step): K may vary from step to step
+            "marginal_acceptance_rate", "draft_length_histogram", "variable_draft_length", "per_position_null_reason")
 
 
-def request_acceptance(records, draft_length: int) -> tuple[RequestAcceptance | None, str | None]:
+def request_acceptance(records, draft_length: int,
+                       variable: str | None = None) -> tuple[RequestAcceptance | None, str | None]:
     """The metrics core's per-request acceptance table of these records, and its source.
 
     The same choice as the client's results (``speedbench.metrics.acceptance.from_records``): the
@@ -42,11 +46,22 @@ def request_acceptance(records, draft_length: int) -> tuple[RequestAcceptance | 
     chunk sizes (merged chunks detected and left out) when chunks are decoding steps; ``(None,
     None)`` when neither is (chunks of an OpenAI-compatible stream without statistics): no AL.
     """
-    return primary_table(records, draft_length)
+    return primary_table(records, draft_length, variable)
 
 
-def _summary(records, draft_length: int, num_resamples: int) -> dict | None:
-    table, source = request_acceptance(records, draft_length)
+def declared_variable(runs: list[RunFolder]) -> str | None:
+    """Why the runs' own descriptions say K varies from step to step (SGLang's speculative_adaptive, a
+    draft-length schedule, draft_p_min), None when none does."""
+    for run in runs:
+        server = run.manifest.server if isinstance(run.manifest.server, dict) else {}
+        reason = declared_variable_draft_length(server.get("server_info"), run.engine_info)
+        if reason:
+            return reason
+    return None
+
+
+def _summary(records, draft_length: int, num_resamples: int, variable: str | None = None) -> dict | None:
+    table, source = request_acceptance(records, draft_length, variable)
     if table is None:
         return None
     summary = summarize_acceptance(table, num_resamples=num_resamples, seed=SEED).to_dict()
@@ -61,7 +76,7 @@ _NO_SOURCE = ("no acceptance source: the records carry no engine statistics and 
 def _acceptance(runs: list[RunFolder], draft_length: int) -> dict:
     source = acceptance_runs(runs)
     records = acceptance_records(source)
-    summary = _summary(records, draft_length, NUM_RESAMPLES)
+    summary = _summary(records, draft_length, NUM_RESAMPLES, declared_variable(source))
     if summary is None:
         out = {k: None for k in _AL_KEYS}
         out.update(acceptance_source=None, per_category={}, warnings=[_NO_SOURCE], checks_failed=[])
@@ -90,9 +105,11 @@ def _point_figures(run: RunFolder, point: str, records, draft_length: int) -> di
         "client_lagged_share": latency["num_client_lagged"] / len(records) if records else None,
     }
     if run.role == "sd":
-        summary = _summary(records, draft_length, 0) or {}
+        summary = _summary(records, draft_length, 0, declared_variable([run])) or {}
         figures["acceptance_length"] = summary.get("acceptance_length")
         figures["tokens_per_decode_step"] = summary.get("tokens_per_decode_step")
+        figures["draft_length_histogram"] = summary.get("draft_length_histogram")
+        figures["variable_draft_length"] = summary.get("variable_draft_length")
     return figures
 
 

@@ -6,7 +6,10 @@ Two failures make acceptance figures meaningless while looking fine:
   ``PIN_MIN_STEPS`` steps that drafted (decode steps when the engine does not say which drafted,
   llama.cpp). A drafter whose logits turned NaN pins AL at exactly 1 or exactly K + 1; synthetic
   acceptance at rate 1 pins by construction. With ``D`` drafted tokens and ``A`` accepted:
-  ``pinned_all = A >= D > 0``, ``pinned_none = A == 0 < D``;
+  ``pinned_all = A >= D > 0``, ``pinned_none = A == 0 < D``. With K known, ``pinned_all`` also
+  needs full drafts, ``D + K >= S x K`` over ``S`` steps (one short step allowed: llama.cpp caps the
+  last draft at ``max_tokens``): drafts that end early (``--draft-p-min``, a draft-length
+  schedule) and are all accepted are variable K, not a drafter pinned at K + 1;
 - *looping output*: the last ``W = LOOP_WINDOW`` output token ids ``t`` repeat a pattern of period
   ``p <= LOOP_MAX_PERIOD``: ``t[i] == t[i + p]`` for every ``0 <= i < W - p`` (a two-token loop is
   trivially easy to draft, so it inflates acceptance). Outputs shorter than ``W`` ids are not judged.
@@ -41,14 +44,17 @@ def loop_period(token_ids, window: int = LOOP_WINDOW, max_period: int = LOOP_MAX
 
 
 def pinned(drafted_tokens: int | None, accepted_tokens: int | None, steps: int | None,
-           min_steps: int = PIN_MIN_STEPS) -> str | None:
-    """``"all"`` when every draft was accepted, ``"none"`` when none was, over at least ``min_steps``
-    steps; None otherwise or when the counts are unknown (module doc)."""
+           min_steps: int = PIN_MIN_STEPS, draft_length: int | None = None) -> str | None:
+    """``"all"`` when every draft was accepted (full drafts of ``draft_length`` when given), ``"none"``
+    when none was, over at least ``min_steps`` steps; None otherwise or when the counts are unknown
+    (module doc)."""
     if drafted_tokens is None or accepted_tokens is None or steps is None:
         return None
     if steps < min_steps or drafted_tokens <= 0:
         return None
     if accepted_tokens >= drafted_tokens:
+        if draft_length and drafted_tokens + draft_length < steps * draft_length:
+            return None  # drafts ended early and were accepted: variable K, AL is not pinned at K + 1
         return "all"
     return "none" if accepted_tokens == 0 else None
 
@@ -90,11 +96,12 @@ class DegenerateGuard:
                 "categories": {name: c.to_dict() for name, c in sorted(self.categories.items())}}
 
 
-def _count(counts: GuardCounts, record) -> None:
+def _count(counts: GuardCounts, record, draft_length: int | None = None) -> None:
     steps = record_steps(record)
     if steps is not None:
         judged_steps = steps.drafted_steps if steps.drafted_steps is not None else steps.decode_steps
-        state = pinned(steps.drafted_tokens, steps.accepted_tokens, judged_steps)
+        k = (record.engine_stats.draft_length if record.engine_stats else None) or draft_length
+        state = pinned(steps.drafted_tokens, steps.accepted_tokens, judged_steps, draft_length=k)
         if judged_steps is not None and judged_steps >= PIN_MIN_STEPS and (steps.drafted_tokens or 0) > 0:
             counts.pin_judged += 1
         counts.pinned_all += state == "all"
@@ -133,12 +140,13 @@ def guard_flags(guard: DegenerateGuard, synthetic: bool = False) -> list[str]:
     return flags
 
 
-def degenerate_guard(records: Iterable, synthetic: bool = False) -> DegenerateGuard:
-    """The guard over a point's successful, measured records (module doc)."""
+def degenerate_guard(records: Iterable, synthetic: bool = False, draft_length: int | None = None) -> DegenerateGuard:
+    """The guard over a point's successful, measured records (module doc); ``draft_length``: K when the
+    engine's statistics do not name it (llama.cpp)."""
     overall, categories = GuardCounts(), defaultdict(GuardCounts)
     for record in records:
-        _count(overall, record)
-        _count(categories[record.category], record)
+        _count(overall, record, draft_length)
+        _count(categories[record.category], record, draft_length)
     guard = DegenerateGuard(overall, dict(categories))
     guard.flags = guard_flags(guard, synthetic)
     return guard

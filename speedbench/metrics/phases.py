@@ -53,19 +53,21 @@ first answer chunk minus the scheduled send time (requests that start answering 
 from __future__ import annotations
 
 import warnings
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from speedbench.metrics.acceptance.summary import summarize_acceptance
+from speedbench.metrics.acceptance.per_step_table import requests_from_per_step
 from speedbench.metrics.acceptance.tables import as_ragged_float, requests_from_histograms, requests_from_step_sizes
 from speedbench.metrics.acceptance.trimming import AcceptanceWarning, TrimRules, stalled_chunks, trim_step_sizes
 from speedbench.metrics.acceptance.draft_length import statistics_draft_length
 from speedbench.metrics.latency import DistributionStats, distribution_stats
 from speedbench.metrics.acceptance.from_records import chunks_verified
 from speedbench.metrics.results import JsonDataclass
-from speedbench.metrics.acceptance.steps import placeholder_step
+from speedbench.metrics.acceptance.steps import per_step_arrays, placeholder_step
 from speedbench.metrics.validation import MetricInputError, as_ragged_counts
 from speedbench.settings import NUM_RESAMPLES
 
@@ -296,13 +298,18 @@ def _engine_summary(records, splits, want_answer: bool, draft_length, num_resamp
     k = statistics_draft_length((r for r, _ in pairs), draft_length)
     if not pairs or not k:
         return None
-    accepted = [s.step_accepted[s.step_is_answer == want_answer] for _, s in pairs]
+    masks = [s.step_is_answer == want_answer for _, s in pairs]
+    accepted = [s.step_accepted[m] for (_, s), m in zip(pairs, masks)]
     if not any(a.size for a in accepted) or max(int(a.max(initial=0)) for a in accepted) > k:
         return None
-    histograms = [np.bincount(a, minlength=k + 1) for a in accepted]
-    table = requests_from_histograms(histograms, draft_length=k, decode_steps=[a.size for a in accepted],
-                                     decode_tokens=[int(a.size + a.sum()) for a in accepted],
-                                     **_labels([r for r, _ in pairs]))
+    kw = dict(decode_steps=[a.size for a in accepted], decode_tokens=[int(a.size + a.sum()) for a in accepted],
+              **_labels([r for r, _ in pairs]))
+    drafted = [per_step_arrays(r) for r, _ in pairs]  # K may vary per step (speedbench.metrics.acceptance.per_step)
+    if all(d is not None and len(d[0]) == m.size for d, m in zip(drafted, masks)):
+        table = requests_from_per_step([np.asarray(d[0])[m] for d, m in zip(drafted, masks)], accepted,
+                                       draft_length=k, **kw)
+    else:
+        table = requests_from_histograms([np.bincount(a, minlength=k + 1) for a in accepted], draft_length=k, **kw)
     return summarize_acceptance(table, num_resamples=num_resamples, seed=seed).to_dict()
 
 
@@ -372,9 +379,7 @@ def phase_results(records, markers: PhaseMarkers, draft_length: int | None = Non
             continue
         usable.append(r)
         splits.append(split_record(ids, r.chunk_tokens, markers, per_step_accepted(r)))
-    rules: dict[str, int] = {}
-    for s in splits:
-        rules[s.rule] = rules.get(s.rule, 0) + 1
+    rules = dict(Counter(s.rule for s in splits))
     detail = sum(1 for s in splits if s.step_is_answer is not None)
     use_engine = bool(splits) and detail == len(splits)
     total = sum(s.num_tokens for s in splits)
@@ -391,6 +396,5 @@ def phase_results(records, markers: PhaseMarkers, draft_length: int | None = Non
 
 
 __all__ = ["ANSWER", "PHASES", "PROMPT_CLOSED", "PROMPT_NONE", "PROMPT_OPEN", "PROMPT_STATES", "PhaseFigures",
-           "PhaseMarkers", "PhaseResults", "RecordSplit", "THINKING", "aligned_ids", "answer_start",
-           "engine_step_positions", "find_sequence", "per_step_accepted", "phase_results", "split_record",
-           "steps_in_answer"]
+           "PhaseMarkers", "PhaseResults", "RecordSplit", "THINKING", "aligned_ids", "answer_start", "engine_step_positions",
+           "find_sequence", "per_step_accepted", "phase_results", "split_record", "steps_in_answer"]

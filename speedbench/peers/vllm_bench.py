@@ -10,7 +10,10 @@ and ``vllm/benchmarks/datasets/datasets.py`` (``SpeedBench``) of vLLM 0.32.0:
   ``A_i`` = Δ``..._num_accepted_tokens_per_pos_total{position=i}``, every label summed. Then
   ``spec_decode_acceptance_length = 1 + A / D`` (0 when D = 0), ``spec_decode_acceptance_rate =
   100 A / T`` (a percentage), ``spec_decode_per_position_acceptance_rates[i] = A_i / D``: the
-  marginal ``P(>= i+1)`` per drafted step, not a conditional rate. One figure per run, over all the
+  marginal ``P(>= i+1)`` per drafted step, not a conditional rate; when the draft length varies
+  from step to step (a ``num_speculative_tokens_per_batch_size`` schedule, n-gram matches) it counts
+  every step that drafted fewer than i+1 tokens as a rejection at i+1, and the view sets our rates
+  beside it with that cause (:func:`variable_k_comparison`). One figure per run, over all the
   server's traffic in that window (another client's too), drafts accepted past ``max_tokens``
   included. Nothing is printed when T = 0.
 - Per request: ``ttft`` = first chunk with ``choices`` - send; ``latency`` = *last* such chunk -
@@ -32,6 +35,15 @@ from pathlib import Path
 from typing import Any
 
 from speedbench.metrics.acceptance.counter_sources import snapshot_delta
+from speedbench.metrics.acceptance.per_step import (
+    conditional_from_position_counts,
+    draft_length_counts,
+    draft_length_histogram,
+    marginal_from_position_counts,
+    position_counts,
+    variable_draft_length,
+    vllm_position_rates,
+)
 from speedbench.peers.common import TIMING, Figure, PeerView, Request, load_json, own_engine, run_figures
 
 TOOL = "vllm bench serve"
@@ -50,8 +62,10 @@ FIGURES: tuple[Figure, ...] = (
            "mean_acceptance_rate", same=True, scale=100.0),
     Figure("spec_decode_per_position_acceptance_rates",
            "accepted at position i / drafts: the marginal P(>= i) per drafted step",
-           "marginal_acceptance_rate", same=True,
-           differs="a marginal rate, not our conditional AR_i = P(>= i) / P(>= i-1)"),
+           "marginal_acceptance_rate", same=False,
+           differs="a marginal rate over every drafted step, not our conditional AR_i; equal to our marginal when "
+                   "every step drafts K, lower when K varies: a step that drafted fewer than i tokens counts as a "
+                   "rejection at i (ours counts position i over the steps that drafted it)"),
     Figure("spec_decode_num_drafts", "drafted steps (counter delta)", "num_drafted_steps", same=True),
     Figure("spec_decode_draft_tokens", "draft tokens proposed (counter delta)", "num_draft_tokens", same=True),
     Figure("spec_decode_accepted_tokens", "draft tokens accepted (counter delta)", "num_accepted_tokens", same=True),
@@ -131,6 +145,43 @@ def counter_deltas(entry: dict | None) -> tuple[int, int, int, list[int]] | None
             int(totals.get(f"{_PREFIX}num_accepted_tokens_total", 0)), positions)
 
 
+def _per_step(requests: list[Request]) -> tuple[list[int], list[int]] | None:
+    """Every step's drafted and accepted counts (vLLM ``detailed`` per-request metrics), None without them."""
+    drafted: list[int] = []
+    accepted: list[int] = []
+    for r in requests:
+        d, a = r.raw.get("per_step_drafted"), r.raw.get("per_step_accepted")
+        if not (isinstance(d, list) and isinstance(a, list) and len(d) == len(a)):
+            return None
+        drafted += d
+        accepted += a
+    return (drafted, accepted) if drafted else None
+
+
+def variable_k_comparison(requests: list[Request]) -> tuple[dict[str, Any], list[str]]:
+    """vLLM's per-position rates beside ours when K varied from step to step (nothing when it did not),
+    and the cause of the difference (:mod:`speedbench.metrics.acceptance.per_step`)."""
+    steps = _per_step(requests)
+    if steps is None:
+        return {}, []
+    drafted, accepted = steps
+    k = max(drafted)
+    lengths = draft_length_counts(drafted, k)
+    if k < 1 or not variable_draft_length(lengths):
+        return {}, []
+    counts = position_counts(drafted, accepted, k)
+    short = [int(sum(1 for d in drafted if d < i)) for i in range(1, k + 1)]
+    figures = {"vllm_per_position_rates": vllm_position_rates(counts, len(drafted)).tolist(),
+               "speedbench_conditional_acceptance_rate": conditional_from_position_counts(counts).tolist(),
+               "speedbench_marginal_acceptance_rate": marginal_from_position_counts(counts).tolist(),
+               "draft_length_histogram": draft_length_histogram(lengths)}
+    note = (f"the draft length varied ({draft_length_histogram(lengths)} steps by drafted count): vLLM divides "
+            f"accepted-at-position-i by all {len(drafted)} drafted steps, so the steps that drafted fewer than i "
+            f"tokens ({short} for i = 1..{k}) count as rejections at i; speedbench divides by the steps that drafted "
+            "position i and accepted every position before it")
+    return figures, [note]
+
+
 def view(requests: list[Request], engine: str, counter_entry: dict | None = None) -> PeerView:
     """What ``vllm bench serve`` would print for these request-turns.
 
@@ -157,6 +208,9 @@ def view(requests: list[Request], engine: str, counter_entry: dict | None = None
             basis = "counter deltas of the point" if counters else "per-request engine statistics (first turns)"
         else:
             notes.append("no counters or per-request statistics to compute vLLM's speculative figures from")
+        beside, cause = variable_k_comparison(first)
+        figures.update(beside)
+        notes += cause
     return PeerView(TOOL, VERSION, SOURCE, basis, figures, notes=notes)
 
 
@@ -178,4 +232,4 @@ def is_result(data: Any) -> bool:
 
 
 __all__ = ["FIGURES", "NAME", "SOURCE", "TOOL", "VERSION", "counter_deltas", "is_result", "read_result",
-           "request_figures", "spec_decode_figures", "view"]
+           "request_figures", "spec_decode_figures", "variable_k_comparison", "view"]

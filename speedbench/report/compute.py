@@ -132,6 +132,15 @@ def _position_source(point: PointFigures) -> tuple[str | None, AcceptanceFigures
     return None, None
 
 
+def _draft_lengths(summary: AcceptanceFigures) -> str:
+    """The acceptance table's "K per step": ``"1:172, 4:1"`` when K varied, ``"varied"`` when only the
+    totals say so, ``""`` for one K (speedbench.metrics.acceptance.per_step)."""
+    if summary.variable_draft_length is not True:
+        return ""
+    histogram = summary.draft_length_histogram or {}
+    return ", ".join(f"{k}:{n}" for k, n in histogram.items()) or "varied"
+
+
 def _cut_at_max_tokens(finish_reasons: dict) -> int:
     """Successful responses whose finish reason says ``max_tokens`` cut them."""
     return sum(v for k, v in finish_reasons.items() if str(k).lower() in MAX_TOKENS_REASONS)
@@ -220,7 +229,8 @@ def _acceptance_rows(run: RunFolder, point: PointFigures) -> tuple[list[dict], l
                          "num_steps": s.num_steps, "acceptance_length": s.acceptance_length,
                          "acceptance_length_ci_low": low, "acceptance_length_ci_high": high,
                          "acceptance_length_request_weighted": s.acceptance_length_request_weighted,
-                         "mean_acceptance_rate": s.mean_acceptance_rate, "draft_length": s.draft_length})
+                         "mean_acceptance_rate": s.mean_acceptance_rate, "draft_length": s.draft_length,
+                         "draft_lengths": _draft_lengths(s)})
     position_source, position_summary = _position_source(point)
     if position_summary:
         entries = [("all", position_summary)] + sorted(position_summary.per_category.items())

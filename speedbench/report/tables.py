@@ -84,15 +84,20 @@ TABLES: tuple[Table, ...] = (
         Column("category", "category"), Column("num_requests", "requests", "int"), Column("num_steps", "steps", "int"),
         Column("acceptance_length", "AL (step-weighted)"), Column("ci", "95% CI", value=_ci),
         Column("acceptance_length_request_weighted", "AL (request-weighted)"),
-        Column("mean_acceptance_rate", "accepted / drafted"), Column("source", "source")), lambda d: d.acceptance,
+        Column("mean_acceptance_rate", "accepted / drafted"), Column("draft_lengths", "K per step", "str"),
+        Column("source", "source")), lambda d: d.acceptance,
         "Step-weighted AL pools all verification steps (1 + accepted / steps); request-weighted AL is the "
-        "mean of per-request ALs (what the published reference reports)."),
+        "mean of per-request ALs (what the published reference reports). K per step: steps by the tokens "
+        "they drafted (K:steps) when the draft length varied; 'varied' when only the totals say so."),
     Table("position_rates", "Per-position conditional acceptance (all categories)", (
         Column("label", "run"), Column("dataset_config", "config"), Column("point", "point"),
         Column("position", "position", "int"), Column("conditional_acceptance_rate", "AR_i"),
         Column("ci", "95% CI", value=lambda r: _ci(r, "ci_low", "ci_high")),
         Column("marginal_acceptance_rate", "P(>= i)")),
-        lambda d: [r for r in d.position_rates if r["category"] == "all"]),
+        lambda d: [r for r in d.position_rates if r["category"] == "all"],
+        "AR_i counts position i over the steps that drafted it and accepted every position before it (with "
+        "one K for every step: P(>= i) / P(>= i-1)); where the draft length varied and no per-step counts "
+        "say which step drafted which position, no source gives rates and the point has no rows here."),
     Table("points", "Throughput and concurrency per load point", (
         Column("label", "run"), Column("dataset_config", "config"), Column("point", "point"),
         Column("requested_concurrency", "requested c", "int"), Column("achieved_concurrency", "achieved c"),

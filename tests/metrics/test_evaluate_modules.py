@@ -162,3 +162,27 @@ def test_usage_only_chunk_is_dropped_by_latency_and_al_alike(evaluate, at_repo_r
     # the same three steps (lone first token dropped): AL = 11 / 3
     assert al["num_steps"] == 3
     assert al["acceptance_length"] == pytest.approx(11 / 3)
+
+
+def test_al_per_step_form_with_variable_k(evaluate, at_repo_root):
+    """Steps (drafted, accepted): (4,4) (4,1) | (1,1) (1,0) (2,2); counted by hand in
+    tests/metrics/test_variable_draft_length.py: AR = [4/5, 2/3, 1, 1]."""
+    per_step = evaluate.load("metrics/speedbench_al", "per_step")
+    result = per_step.compute(per_step_drafted=[[4, 4], [1, 1, 2]], per_step_accepted=[[4, 1], [1, 0, 2]],
+                              categories=["code", "math"], draft_length=4, num_resamples=20)
+    assert result["conditional_acceptance_rate"] == pytest.approx([4 / 5, 2 / 3, 1.0, 1.0])
+    assert result["acceptance_length"] == pytest.approx(1 + 8 / 5)
+    assert result["mean_acceptance_rate"] == pytest.approx(8 / 12)
+    assert result["draft_length_histogram"] == {"1": 2, "2": 1, "4": 2} and result["variable_draft_length"]
+    assert result["per_category"]["math"]["draft_length_histogram"] == {"1": 2, "2": 1}
+    with pytest.raises(ValueError, match="row 1"):
+        per_step.compute(per_step_drafted=[[4], [1]], per_step_accepted=[[4], [2]], draft_length=4)
+    # counts only, fewer drafted than steps x K: no per-position rates, the reason given
+    counts = evaluate.load("metrics/speedbench_al", "counts").compute(
+        steps=[2, 3], accepted=[5, 3], drafted=[8, 4], draft_length=4, num_resamples=0)
+    assert counts["conditional_acceptance_rate"] is None and counts["variable_draft_length"] is True
+    assert "fewer than steps x K = 20" in counts["per_position_null_reason"]
+    counters = evaluate.load("metrics/speedbench_al", "counters").compute(
+        num_drafts=[5], num_draft_tokens=[12], num_accepted_tokens=[8], accepted_per_position=[[4, 2, 1, 1]],
+        draft_length=4)
+    assert counters["conditional_acceptance_rate"] is None and counters["per_position_null_reason"]

@@ -206,6 +206,22 @@ def test_engine_detail_per_phase():
     assert answer["chunks"]["acceptance_histogram"] == [0, 0, 0, 1]
 
 
+def test_engine_detail_per_phase_with_variable_draft_length():
+    # the same steps, drafting 3, 1, 3, 1: a = 2, 0, 3, 1. Answer (steps 3, 4): (3, 3), (1, 1):
+    # position 1: 2 of 2; position 2: drafted and reached only by the step of 3 (accepted); position 3 too.
+    # As if K = 3 were fixed, the step that drafted 1 would count as a rejection at position 2 (1/2).
+    ids = [1, 2, 3, 4, THINK_END, 6, 7, 8, 9, 10, 11]
+    stats = EngineSpecStats(source="vllm.metrics", draft_length=3, accepted_tokens=6, drafted_steps=4,
+                            raw={"per_step_accepted": [2, 0, 3, 1], "per_step_drafted": [3, 1, 3, 1]})
+    out = phase_results([record(ids, [1, 3, 1, 4, 2], stats=stats)], THINK, draft_length=3, num_resamples=0).to_dict()
+    answer, think = out["phases"][ANSWER]["engine"], out["phases"][THINKING]["engine"]
+    assert answer["conditional_acceptance_rate"] == pytest.approx([1.0, 1.0, 1.0])
+    assert answer["draft_length_histogram"] == {"1": 1, "3": 1} and answer["variable_draft_length"] is True
+    assert answer["mean_acceptance_rate"] == pytest.approx(4 / 4)
+    # thinking (3, 2), (1, 0): position 1: 1 of 2; position 2: the step of 3 (accepted 2), 1 of 1; position 3: 0 of 1
+    assert think["conditional_acceptance_rate"] == pytest.approx([0.5, 1.0, 0.0])
+
+
 def test_engine_detail_not_used_when_steps_went_undrafted():
     # n-gram: 5 decode steps, only 4 drafted (a = 2, 0, 3, 2); the undrafted step's token and 1 draft
     # accepted past max_tokens make 1 + 4 + 7 - 11 = 1 <= a_S look aligned: the decode count says no.

@@ -22,7 +22,9 @@ into one :class:`RequestAcceptance` table (one row per request):
 1. streamed chunk sizes per request -> :func:`requests_from_step_sizes`
    (trimming rules in :class:`TrimRules`; a step larger than K+1 is a merged chunk);
 2. per-request histograms ``h_0..h_K`` -> :func:`requests_from_histograms`, or
-   ``(steps, accepted, drafted)`` counts -> :func:`requests_from_counts`;
+   ``(steps, accepted, drafted)`` counts -> :func:`requests_from_counts`, or the engine's ordered
+   per-step drafted and accepted counts -> :func:`requests_from_per_step` (K may vary per step:
+   position i is counted over the steps that drafted it, ``per_step``);
 3. run-level counter deltas -> :func:`acceptance_from_counters` (no per-request rows, so
    no request-weighted AL and no CI).
 
@@ -34,8 +36,9 @@ One module per concept (this package re-exports the figures' functions): ``formu
 (the per-request table and its builders), ``summary`` (figures with bootstrap CIs), ``counters``
 (run-level counter deltas), ``comparison`` (paired comparison of two runs), ``steps`` (decode
 step vs drafted step), ``draft_length`` (K of a run), ``from_records`` (run records -> acceptance,
-which source is primary), ``counter_sources`` (each engine's Prometheus counters -> acceptance)
-and ``agreement`` (the sources set side by side).
+which source is primary), ``counter_sources`` (each engine's Prometheus counters -> acceptance),
+``agreement`` (the sources set side by side) and ``per_step`` (per-step draft lengths: rates by
+position when K varies from step to step, the draft-length histogram).
 """
 from __future__ import annotations
 
@@ -52,6 +55,14 @@ from speedbench.metrics.acceptance.formulas import (
     marginal_from_histogram,
     mean_acceptance_rate,
 )
+from speedbench.metrics.acceptance.per_step import (
+    conditional_from_position_counts,
+    draft_length_histogram,
+    marginal_from_position_counts,
+    position_counts,
+    variable_draft_length,
+)
+from speedbench.metrics.acceptance.per_step_table import requests_from_per_step
 from speedbench.metrics.acceptance.summary import AcceptanceSummary, acceptance_from_step_sizes, summarize_acceptance
 from speedbench.metrics.acceptance.tables import (
     ALL_CATEGORY,
@@ -88,6 +99,12 @@ __all__ = [
     "check_identities",
     "compare_acceptance",
     "conditional_from_marginal",
+    "conditional_from_position_counts",
+    "draft_length_histogram",
+    "marginal_from_position_counts",
+    "position_counts",
+    "requests_from_per_step",
+    "variable_draft_length",
     "detect_merged_chunks",
     "histograms_from_steps",
     "infer_draft_length",

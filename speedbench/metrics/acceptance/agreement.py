@@ -54,7 +54,8 @@ def counter_summary(engine: str, entry: dict | None, num_requests: int, placehol
         positions = counters.accepted_per_position
         summary = acceptance_from_counters(int(counters.drafts), int(counters.draft_tokens),
                                            int(counters.accepted_tokens),
-                                           [int(p) for p in positions] if positions else None)
+                                           [int(p) for p in positions] if positions else None,
+                                           draft_length=draft_length)
         result.update(summary.to_dict())
         result.update(step_kind="drafted", acceptance_length_drafted=summary.acceptance_length,
                       num_drafted_steps=int(counters.drafts))

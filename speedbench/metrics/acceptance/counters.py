@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from speedbench.metrics.acceptance.per_step import per_position_unknown_reason
+
 from speedbench.metrics.acceptance.formulas import (
     acceptance_length_from_counts,
     check_identities,
@@ -36,6 +38,7 @@ def acceptance_from_counters(
     accepted_per_position=None,
     *,
     categories=None,
+    draft_length: int | None = None,
 ) -> AcceptanceSummary:
     """Input form 3: deltas of server counters over a run (vLLM / llama.cpp Prometheus
     ``spec_decode_num_drafts``, ``..._num_draft_tokens``, ``..._num_accepted_tokens``,
@@ -45,7 +48,10 @@ def acceptance_from_counters(
     are summed. ``AL = 1 + accepted / drafts`` over drafted steps (a counter "draft" is a step
     that carried one); ``accepted_per_position[i] / drafts`` is the *marginal* ``P(>= i+1)``; the
     conditional rates are ratios of consecutive marginals. There are no per-request rows, so no
-    request-weighted AL and no intervals.
+    request-weighted AL and no intervals. With ``draft_length`` K, drafted tokens fewer than
+    drafts x K mean K varied: the counters divide accepted-at-i by every draft, so a step that
+    drafted fewer than i tokens reads as a rejection at i, and the per-position rates are left
+    None with the reason (:func:`speedbench.metrics.acceptance.per_step.per_position_unknown_reason`).
     """
     drafts = as_count_array(num_drafts, "num_drafts")
     tokens = as_count_array(num_draft_tokens, "num_draft_tokens")
@@ -59,7 +65,8 @@ def acceptance_from_counters(
 
     def one(mask) -> AcceptanceSummary:
         pp = None if per_pos is None else per_pos[mask].sum(axis=0)
-        return _counter_summary(int(drafts[mask].sum()), int(tokens[mask].sum()), int(accepted[mask].sum()), pp)
+        return _counter_summary(int(drafts[mask].sum()), int(tokens[mask].sum()), int(accepted[mask].sum()), pp,
+                                draft_length)
 
     per_category = {}
     for c, name in enumerate(names):
@@ -86,11 +93,18 @@ def _per_position_matrix(accepted_per_position, n: int) -> np.ndarray | None:
     return out
 
 
-def _counter_summary(drafts: int, tokens: int, accepted: int, per_position: np.ndarray | None) -> AcceptanceSummary:
+def _counter_summary(drafts: int, tokens: int, accepted: int, per_position: np.ndarray | None,
+                     draft_length: int | None = None) -> AcceptanceSummary:
     al = float(acceptance_length_from_counts(drafts, accepted))
     marginal = conditional = None
     k = None
-    if per_position is not None:
+    unknown = per_position_unknown_reason(tokens, drafts, draft_length)
+    if unknown is not None:
+        unknown = unknown.replace("the engine reported no per-step drafted counts",
+                                  "the counters count accepted-at-position-i over every draft")
+    if per_position is not None and unknown is not None:
+        k = int(per_position.size)
+    elif per_position is not None:
         k = int(per_position.size)
         marginal = per_position / drafts if drafts > 0 else np.zeros(k)
         conditional = conditional_from_marginal(marginal)
@@ -105,4 +119,5 @@ def _counter_summary(drafts: int, tokens: int, accepted: int, per_position: np.n
         mean_acceptance_rate=finite_or_none(mean_acceptance_rate(accepted, tokens)), draft_length=k,
         num_steps=drafts, num_accepted_tokens=accepted, num_draft_tokens=tokens, checks_failed=checks,
         step_kind="drafted", acceptance_length_drafted=finite_or_none(al), num_drafted_steps=drafts,
+        per_position_null_reason=unknown, variable_draft_length=True if unknown else None,
         **{**_NO_REQUESTS, "warnings": []})

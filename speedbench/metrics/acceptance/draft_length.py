@@ -95,6 +95,28 @@ def statistics_draft_length(records: Iterable, run_k: int | None) -> int | None:
     return reported_draft_length(records) or run_k
 
 
+def declared_variable_draft_length(server_info: dict | None = None, engine_info: dict | None = None) -> str | None:
+    """Why the run's draft length varies from step to step by its own description (None: nothing says so).
+
+    SGLang's ``speculative_adaptive`` changes ``speculative_num_steps`` with the batch size and the
+    acceptance, while its per-request ``spec_num_proposed_drafts`` is ``verify_ct x
+    (speculative_num_draft_tokens - 1)`` of the configured value (``tokenizer_manager.py``), not a
+    count, so no figure shows the variation; ``engine.json``'s ``draft_schedule`` (vLLM
+    ``num_speculative_tokens_per_batch_size``) and ``draft_p_min`` (llama.cpp) say the same."""
+    info = server_info if isinstance(server_info, dict) else {}
+    if info.get("speculative_adaptive") is True:
+        return ("SGLang runs with speculative_adaptive (the draft steps change with the batch size and the "
+                "acceptance) and reports proposed drafts as verify steps x the configured draft tokens, not "
+                "per step")
+    engine = engine_info if isinstance(engine_info, dict) else {}
+    if engine.get("draft_schedule"):
+        return f"the engine ran a draft-length schedule ({engine['draft_schedule']})"
+    if isinstance(engine.get("draft_p_min"), (int, float)) and not isinstance(engine.get("draft_p_min"), bool) \
+            and engine["draft_p_min"] > 0:
+        return f"the engine ends drafts early below draft_p_min = {engine['draft_p_min']}"
+    return None
+
+
 @dataclass(frozen=True)
 class Speculation:
     """What a run measured: speculative or the baseline, the mode, K, and notes on any guess."""
@@ -133,5 +155,5 @@ def run_speculation(records: list, *, given: int | None = None, options: dict | 
     return Speculation(True, mode if mode and mode != "none" else "speculative", k, note)
 
 
-__all__ = ["Speculation", "declared_draft_length", "reported_draft_length", "resolve_draft_length", "run_speculation",
+__all__ = ["Speculation", "declared_draft_length", "declared_variable_draft_length", "reported_draft_length", "resolve_draft_length", "run_speculation",
            "server_draft_length", "statistics_draft_length"]

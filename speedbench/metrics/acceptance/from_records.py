@@ -21,6 +21,8 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from speedbench.metrics.acceptance.summary import AcceptanceSummary, summarize_acceptance
 from speedbench.metrics.acceptance.tables import (
     RequestAcceptance,
@@ -30,7 +32,13 @@ from speedbench.metrics.acceptance.tables import (
 )
 from speedbench.metrics.acceptance.trimming import AcceptanceWarning, TrimRules
 from speedbench.metrics.acceptance.draft_length import statistics_draft_length
-from speedbench.metrics.acceptance.steps import StepCounts, record_steps
+from speedbench.metrics.acceptance.per_step import (
+    draft_length_counts,
+    draft_length_histogram,
+    variable_draft_length,
+    position_counts,
+)
+from speedbench.metrics.acceptance.steps import StepCounts, per_step_arrays, record_steps
 from speedbench.metrics.validation import MetricInputError
 
 
@@ -58,6 +66,44 @@ def _common(records) -> dict:
                 finish_reasons=[r.finish_reason or "" for r in records])
 
 
+def per_step_columns(rows, k: int | None) -> tuple[dict, list[int], int] | None:
+    """Per request the position counts and the steps by drafted count (:mod:`.per_step`) from the
+    engine's per-step arrays, their drafted tokens, and K (the largest of the engine's K and any step's
+    draft); None unless every record has per-step arrays."""
+    arrays = [per_step_arrays(r) for r in rows]
+    if not arrays or any(a is None for a in arrays):
+        return None
+    k_max = max([int(k or 0)] + [max(d, default=0) for d, _ in arrays])
+    if k_max < 1:
+        return None
+    columns = {"position_counts": np.stack([position_counts(d, a, k_max) for d, a in arrays]),
+               "draft_length_counts": np.stack([draft_length_counts(d, k_max) for d, _ in arrays])}
+    return columns, [sum(d) for d, _ in arrays], k_max
+
+
+def _engine_request_table(rows, counts: list[StepCounts], k: int | None) -> tuple[RequestAcceptance, list]:
+    """The table, and per record its drafted tokens (from the per-step arrays when there are some)."""
+    histograms = [c.acceptance_histogram for c in counts]  # vLLM's placeholder step removed (steps.py)
+    decode = dict(decode_steps=[c.decode_steps for c in counts], decode_tokens=[c.decode_tokens for c in counts])
+    per_step = per_step_columns(rows, k)
+    columns, drafted = ({}, [c.drafted_tokens for c in counts]) if per_step is None else per_step[:2]
+    k = k if per_step is None else per_step[2]
+    per_record = list(drafted)
+    drafted = drafted if None not in drafted else None
+    if all(h for h in histograms) and (k or max(len(h) for h in histograms) >= 2):
+        table = requests_from_histograms(histograms, draft_length=k, drafted=drafted, per_step=columns,
+                                         **_common(rows), **decode)
+    elif all(c.drafted_steps is not None for c in counts):
+        table = requests_from_counts([c.drafted_steps for c in counts], [c.accepted_tokens for c in counts],
+                                     drafted, draft_length=k, per_step=columns, **_common(rows), **decode)
+    else:  # llama.cpp: its per-request timings do not say which steps drafted
+        table = requests_from_counts([c.decode_steps for c in counts], [c.accepted_tokens for c in counts],
+                                     drafted, draft_length=k, step_kind="decode", **_common(rows), **decode)
+        table.per_position_unknown = ("the engine reports per request only drafted and accepted totals over its "
+                                      "decode steps, not which steps drafted how many tokens")
+    return table, per_record
+
+
 def engine_table(records, draft_length: int | None = None) -> tuple[RequestAcceptance, EngineCoverage] | None:
     """The engine source's per-request table over the records that have exact statistics."""
     pairs = [(r, s) for r in records if (s := record_steps(r)) is not None]
@@ -65,24 +111,10 @@ def engine_table(records, draft_length: int | None = None) -> tuple[RequestAccep
         return None
     rows = [r for r, _ in pairs]
     counts: list[StepCounts] = [s for _, s in pairs]
-    histograms = [c.acceptance_histogram for c in counts]  # vLLM's placeholder step removed (steps.py)
     k = statistics_draft_length(rows, draft_length)  # the engine's own K, else the run's (SGLang, TRT-LLM)
-    decode = dict(decode_steps=[c.decode_steps for c in counts], decode_tokens=[c.decode_tokens for c in counts])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", AcceptanceWarning)
-        if all(h for h in histograms) and (k or max(len(h) for h in histograms) >= 2):
-            table = requests_from_histograms(histograms, draft_length=k, **_common(rows), **decode)
-        elif all(c.drafted_steps is not None for c in counts):
-            drafted = [c.drafted_tokens for c in counts]
-            table = requests_from_counts([c.drafted_steps for c in counts], [c.accepted_tokens for c in counts],
-                                         drafted if None not in drafted else None, draft_length=k,
-                                         **_common(rows), **decode)
-        else:  # llama.cpp: its per-request timings do not say which steps drafted
-            drafted = [c.drafted_tokens for c in counts]
-            table = requests_from_counts([c.decode_steps for c in counts], [c.accepted_tokens for c in counts],
-                                         drafted if None not in drafted else None, draft_length=k,
-                                         step_kind="decode", **_common(rows), **decode)
-    drafted_tokens = [c.drafted_tokens for c in counts]
+        table, drafted_tokens = _engine_request_table(rows, counts, k)
     drafted_steps = [c.drafted_steps for c in counts]
     coverage = EngineCoverage(
         sources=sorted({r.engine_stats.source for r in rows}), num_requests_with_stats=len(rows),
@@ -109,6 +141,40 @@ def chunk_table(records, draft_length: int | None, rules: TrimRules | None = Non
                                         rules=rules or TrimRules(), chunk_times=times, **_common(rows))
 
 
+def variable_k_reason(engine: RequestAcceptance | None, k: int | None) -> str | None:
+    """Why the chunk source cannot assume K drafted tokens per step (None: nothing says K varied).
+
+    Chunk sizes say what a step accepted, never what it drafted: the engine's counts decide. K varied
+    when its per-step counts hold more than one draft length, or its drafted tokens fall short of
+    steps x K (over drafted steps, or over every decode step when it does not say which drafted)."""
+    if engine is None or not k:
+        return None
+    if engine.draft_length_counts is not None:
+        counts = engine.draft_length_counts.sum(axis=0)
+        if variable_draft_length(counts) or counts[0] > 0:
+            return (f"the engine's per-step counts show draft lengths {draft_length_histogram(counts)} "
+                    f"(K = number of tokens drafted: steps), not K = {k} on every step")
+        return None
+    if engine.drafted_from_k or engine.drafted_unknown:
+        return None
+    steps = int(engine.steps.sum())
+    drafted = int(engine.drafted.sum())
+    if drafted < steps * int(k):
+        kind = "drafted" if engine.step_kind == "drafted" else "decode"
+        return (f"the engine drafted {drafted} tokens over {steps} {kind} steps, fewer than steps x K = "
+                f"{steps * int(k)}: K varied from step to step")
+    return None
+
+
+def mark_variable_k(chunks: RequestAcceptance | None, reason: str | None) -> RequestAcceptance | None:
+    """Per-position rates and drafted tokens of the chunk source left unknown, with ``reason``."""
+    if chunks is not None and reason:
+        chunks.per_position_unknown = f"chunk sizes do not say what each step drafted; {reason}"
+        chunks.drafted_unknown = chunks.per_position_unknown
+        chunks.k_varied = True
+    return chunks
+
+
 def chunks_verified(record) -> bool:
     steps = record_steps(record)
     return steps is not None and sum(1 for t in record.chunk_tokens[1:] if t > 0) == steps.decode_steps
@@ -124,12 +190,14 @@ def primary_name(engine: EngineCoverage | None, chunks_present: bool, chunks_are
     return "engine" if engine is not None else None
 
 
-def primary_table(records, draft_length: int | None) -> tuple[RequestAcceptance | None, str | None]:
+def primary_table(records, draft_length: int | None,
+                  variable: str | None = None) -> tuple[RequestAcceptance | None, str | None]:
     """The primary source's per-request table of ``records`` and its name (the board's input);
     ``(None, None)`` where :func:`primary_name` names none, as :attr:`RecordAcceptance.primary` is None:
     chunks that are not decoding steps (``--engine openai``) are no acceptance measurement."""
     engine = engine_table(records, draft_length)
-    chunk = chunk_table(records, draft_length)
+    chunk = mark_variable_k(chunk_table(records, draft_length),
+                            _chunk_reason(None if engine is None else engine[0], draft_length, variable))
     name = primary_name(None if engine is None else engine[1], chunk is not None,
                         all(r.chunks_are_steps for r in records))
     return {"engine": engine and engine[0], "chunks": chunk}.get(name), name
@@ -157,9 +225,28 @@ class RecordAcceptance:
         return {"engine": self.engine, "chunks": self.chunks}.get(self.primary_name)
 
 
+def _declared(table: RequestAcceptance | None, reason: str | None) -> None:
+    """The run says K varies (``variable``, :func:`...draft_length.declared_variable_draft_length`): without
+    per-step counts the engine source's rates are unknown too."""
+    if table is not None and reason and table.position_counts is None:
+        table.per_position_unknown = table.per_position_unknown or f"{reason}; no per-step drafted counts"
+        table.k_varied = True
+
+
+def _chunk_reason(engine: RequestAcceptance | None, k: int | None, variable: str | None) -> str | None:
+    """Why the chunk source cannot assume K per step: the engine's per-step counts decide when it sent
+    them; otherwise its totals, else the run's own description (``variable``), which also leaves the
+    engine source's rates unknown."""
+    if engine is not None and engine.draft_length_counts is not None:
+        return variable_k_reason(engine, k)
+    _declared(engine, variable)
+    return (None if engine is None else variable_k_reason(engine, k)) or variable
+
+
 def record_acceptance(records, draft_length: int | None, num_resamples: int, seed: int = 0,
-                      untrimmed: bool = True) -> RecordAcceptance:
-    """Every per-request source of ``records`` (measured, successful ones) summarised."""
+                      untrimmed: bool = True, variable: str | None = None) -> RecordAcceptance:
+    """Every per-request source of ``records`` (measured, successful ones) summarised; ``variable``: why
+    the run's own description says K varies from step to step (None: it does not say)."""
     chunk = chunk_table(records, draft_length)
     flags: list[str] = []
     if draft_length is None and chunk is not None:
@@ -171,6 +258,8 @@ def record_acceptance(records, draft_length: int | None, num_resamples: int, see
         engine = None
         flags.append(f"engine_stats_invalid: the engine's per-request statistics were not used ({error})")
     raw = chunk_table(records, draft_length, TrimRules(last_chunk="keep")) if untrimmed else None
+    reason = _chunk_reason(None if engine is None else engine[0], draft_length, variable)
+    chunk, raw = mark_variable_k(chunk, reason), mark_variable_k(raw, reason)
     return RecordAcceptance(
         engine=None if engine is None else summarize_acceptance(engine[0], num_resamples=num_resamples, seed=seed),
         engine_coverage=None if engine is None else engine[1],
@@ -179,5 +268,5 @@ def record_acceptance(records, draft_length: int | None, num_resamples: int, see
         chunks_are_steps=all(r.chunks_are_steps for r in records), draft_length=draft_length, flags=flags)
 
 
-__all__ = ["EngineCoverage", "RecordAcceptance", "chunk_table", "engine_table", "primary_name", "primary_table",
-           "record_acceptance"]
+__all__ = ["EngineCoverage", "RecordAcceptance", "chunk_table", "engine_table", "mark_variable_k", "per_step_columns",
+           "primary_name", "primary_table", "record_acceptance", "variable_k_reason"]

@@ -157,6 +157,22 @@ def record_steps(record) -> StepCounts | None:
                       acceptance_histogram=list(stats.acceptance_histogram) if stats.acceptance_histogram else None)
 
 
+def per_step_arrays(record) -> tuple[list[int], list[int]] | None:
+    """The engine's ordered per-step ``(drafted, accepted)`` counts of a record (vLLM's ``per_step_drafted``
+    / ``per_step_accepted`` with ``--per-request-spec-decode-metrics detailed``), the prefix-cache
+    placeholder step removed; None when the engine sent none or they contradict each other."""
+    stats = record.engine_stats
+    raw = stats.raw if stats is not None and isinstance(stats.raw, dict) else {}
+    drafted, accepted = raw.get("per_step_drafted"), raw.get("per_step_accepted")
+    if not (isinstance(drafted, list) and isinstance(accepted, list) and len(drafted) == len(accepted)):
+        return None
+    if not all(type(d) is int and type(a) is int and 0 <= a <= d for d, a in zip(drafted, accepted)):
+        return None
+    if placeholder_step(record):
+        drafted, accepted = drafted[1:], accepted[1:]
+    return list(drafted), list(accepted)
+
+
 def tokens_per_decode_step(decode_tokens, decode_steps) -> np.ndarray:
     """``(T - 1) / D`` summed over requests; NaN where there are no decode steps."""
     t = np.asarray(decode_tokens, dtype=np.float64)
@@ -165,5 +181,5 @@ def tokens_per_decode_step(decode_tokens, decode_steps) -> np.ndarray:
         return t / d
 
 
-__all__ = ["AL_DRAFTED", "TOKENS_PER_DECODE_STEP", "StepCounts", "derive_decode_steps", "placeholder_step", "record_steps",
-           "tokens_per_decode_step"]
+__all__ = ["AL_DRAFTED", "TOKENS_PER_DECODE_STEP", "StepCounts", "derive_decode_steps", "per_step_arrays",
+           "placeholder_step", "record_steps", "tokens_per_decode_step"]

@@ -15,6 +15,16 @@ from speedbench.metrics.acceptance.formulas import (
     marginal_from_histogram,
     mean_acceptance_rate,
 )
+from speedbench.metrics.acceptance.per_step import (
+    ACCEPTED,
+    DRAFTED,
+    REACHED,
+    check_position_identity,
+    conditional_from_position_counts,
+    draft_length_histogram,
+    marginal_from_position_counts,
+    variable_draft_length,
+)
 from speedbench.metrics.acceptance.tables import RequestAcceptance, requests_from_step_sizes
 from speedbench.metrics.bootstrap import (
     DEFAULT_CONFIDENCE,
@@ -76,6 +86,18 @@ class AcceptanceSummary(JsonDataclass):
     num_decode_steps: int | None = None
     num_drafted_steps: int | None = None
     num_decode_tokens: int | None = None
+    # Per-step draft lengths (speedbench.metrics.acceptance.per_step). ``draft_length_histogram``: steps by
+    # the tokens they drafted ({"K": steps}; None when the source does not say per step);
+    # ``variable_draft_length``: more than one K occurred (None when unknown); the per-position
+    # counts D_i, R_i, A_i (K ints each) behind the rates; why the rates, or the drafted tokens and
+    # the mean acceptance rate, are None when they are.
+    draft_length_histogram: dict[str, int] | None = None
+    variable_draft_length: bool | None = None
+    position_drafted_steps: list[int] | None = None
+    position_reached_steps: list[int] | None = None
+    position_accepted_steps: list[int] | None = None
+    per_position_null_reason: str | None = None
+    drafted_tokens_null_reason: str | None = None
 
 
 # column layout of the bootstrap matrix
@@ -96,10 +118,20 @@ def request_columns(table: RequestAcceptance) -> np.ndarray:
     base = np.stack(cols, axis=1)
     if table.histograms is not None:
         base = np.hstack([base, table.histograms.astype(np.float64)])
+    if table.position_counts is not None:  # [D_i, R_i, A_i] flattened, after the histogram
+        base = np.hstack([base, table.position_counts.reshape(steps.size, -1).astype(np.float64)])
     return base
 
 
-def _stats_from_sums(sums: np.ndarray, has_hist: bool) -> dict[str, np.ndarray]:
+def _layout(table: RequestAcceptance) -> tuple[int, int]:
+    """(histogram columns, positions K of the position counts) of :func:`request_columns`; a
+    histogram read as rates only when the table has neither position counts nor an unknown reason."""
+    width = 0 if table.histograms is None else table.histograms.shape[1]
+    k_pos = 0 if table.position_counts is None else table.position_counts.shape[-1]
+    return width, k_pos
+
+
+def _stats_from_sums(sums: np.ndarray, table: RequestAcceptance) -> dict[str, np.ndarray]:
     """All statistics from column sums (last axis), vectorised over leading axes."""
     with np.errstate(invalid="ignore", divide="ignore"):
         out = {
@@ -108,8 +140,15 @@ def _stats_from_sums(sums: np.ndarray, has_hist: bool) -> dict[str, np.ndarray]:
             "mean_acceptance_rate": mean_acceptance_rate(sums[..., COL_ACC], sums[..., COL_DRAFT]),
             "tokens_per_decode_step": sums[..., COL_DECODE_TOKENS] / sums[..., COL_DECODE],
         }
-    if has_hist:
-        marginal = marginal_from_histogram(sums[..., COL_HIST:])
+    width, k_pos = _layout(table)
+    if table.per_position_unknown:
+        return out  # K varied and nothing says per step which positions were drafted
+    if k_pos:
+        counts = sums[..., COL_HIST + width:].reshape(sums.shape[:-1] + (3, k_pos))
+        out["marginal_acceptance_rate"] = marginal_from_position_counts(counts)
+        out["conditional_acceptance_rate"] = conditional_from_position_counts(counts)
+    elif width:
+        marginal = marginal_from_histogram(sums[..., COL_HIST:COL_HIST + width])
         out["marginal_acceptance_rate"] = marginal
         out["conditional_acceptance_rate"] = conditional_from_marginal(marginal)
     return out
@@ -128,10 +167,10 @@ def finite_or_none(x) -> float | None:
 
 def _build_summary(table, sums, boot, confidence, num_resamples, seed, member_mask, per_category) -> AcceptanceSummary:
     has_hist = table.histograms is not None
-    point = _stats_from_sums(sums, has_hist)
+    point = _stats_from_sums(sums, table)
     cis = {k: None for k in point}
     if boot is not None:
-        boot_stats = _stats_from_sums(boot, has_hist)
+        boot_stats = _stats_from_sums(boot, table)
         cis = {k: _ci_list(v, confidence) for k, v in boot_stats.items()}
     steps = table.steps[member_mask]
     mt = table.max_tokens_finished
@@ -143,7 +182,7 @@ def _build_summary(table, sums, boot, confidence, num_resamples, seed, member_ma
     al = float(point["acceptance_length"])
     marginal = point.get("marginal_acceptance_rate")
     conditional = point.get("conditional_acceptance_rate")
-    checks = check_identities(al, marginal, conditional) if has_hist and np.isfinite(al) else []
+    checks = _checks(table, sums, al, marginal, conditional)
     return AcceptanceSummary(
         acceptance_length=al,
         acceptance_length_request_weighted=finite_or_none(point["acceptance_length_request_weighted"]),
@@ -153,8 +192,8 @@ def _build_summary(table, sums, boot, confidence, num_resamples, seed, member_ma
         conditional_acceptance_rate_ci=cis.get("conditional_acceptance_rate"),
         marginal_acceptance_rate=None if marginal is None else marginal.tolist(),
         marginal_acceptance_rate_ci=cis.get("marginal_acceptance_rate"),
-        mean_acceptance_rate=finite_or_none(point["mean_acceptance_rate"]),
-        mean_acceptance_rate_ci=cis["mean_acceptance_rate"],
+        mean_acceptance_rate=None if table.drafted_unknown else finite_or_none(point["mean_acceptance_rate"]),
+        mean_acceptance_rate_ci=None if table.drafted_unknown else cis["mean_acceptance_rate"],
         acceptance_histogram=None if hist is None else hist.astype(int).tolist(),
         draft_length=table.draft_length,
         draft_length_inferred=table.draft_length_inferred,
@@ -162,7 +201,7 @@ def _build_summary(table, sums, boot, confidence, num_resamples, seed, member_ma
         num_requests_without_steps=int((steps == 0).sum()),
         num_steps=int(steps.sum()),
         num_accepted_tokens=int(table.accepted[member_mask].sum()),
-        num_draft_tokens=int(table.drafted[member_mask].sum()),
+        num_draft_tokens=None if table.drafted_unknown else int(table.drafted[member_mask].sum()),
         num_max_tokens_requests=num_mt,
         max_tokens_share=None if num_mt is None or n_req == 0 else num_mt / n_req,
         num_requests_excluded_max_tokens=table.num_requests_excluded_max_tokens,
@@ -176,7 +215,44 @@ def _build_summary(table, sums, boot, confidence, num_resamples, seed, member_ma
         warnings=list(table.warnings),
         per_category=per_category,
         **_step_figures(table, member_mask, al, point, cis),
+        **_per_step_figures(table, member_mask, sums),
     )
+
+
+def _checks(table: RequestAcceptance, sums, al: float, marginal, conditional) -> list[str]:
+    """The identities: for a fixed K those of :func:`check_identities`; with position counts,
+    ``sum_i A_i = accepted`` and ``A_i <= R_i <= D_i <= steps`` (the fixed-K identity
+    ``AL = 1 + sum P(>= i)`` does not hold when steps drafted fewer than K)."""
+    width, k_pos = _layout(table)
+    if k_pos:
+        counts = sums[COL_HIST + width:].reshape(3, k_pos)
+        return check_position_identity(counts, int(sums[COL_STEPS]), int(sums[COL_ACC]))
+    if marginal is None or not np.isfinite(al):
+        return []
+    return check_identities(al, marginal, conditional)
+
+
+def _per_step_figures(table: RequestAcceptance, member_mask, sums) -> dict:
+    """The per-step draft-length fields of :class:`AcceptanceSummary`."""
+    width, k_pos = _layout(table)
+    out: dict = {"per_position_null_reason": table.per_position_unknown,
+                 "drafted_tokens_null_reason": table.drafted_unknown}
+    if table.draft_length_counts is not None:
+        counts = table.draft_length_counts[member_mask].sum(axis=0)
+        out["draft_length_histogram"] = draft_length_histogram(counts)
+        out["variable_draft_length"] = variable_draft_length(counts)
+    elif table.k_varied:
+        out["variable_draft_length"] = True  # fewer drafted tokens than steps x K: K varied
+    elif table.draft_length and not table.drafted_from_k and table.step_kind == "drafted" \
+            and int(sums[COL_DRAFT]) == int(sums[COL_STEPS]) * int(table.draft_length):
+        # every drafted step drafted K tokens: one K
+        out["draft_length_histogram"] = {str(table.draft_length): int(sums[COL_STEPS])} if sums[COL_STEPS] else {}
+        out["variable_draft_length"] = False
+    if k_pos:
+        counts = sums[COL_HIST + width:].reshape(3, k_pos).astype(int)
+        out.update(position_drafted_steps=counts[DRAFTED].tolist(), position_reached_steps=counts[REACHED].tolist(),
+                   position_accepted_steps=counts[ACCEPTED].tolist())
+    return out
 
 
 def _step_figures(table: RequestAcceptance, member_mask, al: float, point: dict, cis: dict) -> dict:

@@ -9,8 +9,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from speedbench.metrics.acceptance.per_step import per_position_unknown_reason
 from speedbench.metrics.acceptance.trimming import (
     AcceptanceWarning,
+    as_ragged_float,
     TrimReport,
     TrimRules,
     detect_merged_chunks,
@@ -19,22 +21,9 @@ from speedbench.metrics.acceptance.trimming import (
     stalled_chunks,
     trim_step_sizes,
 )
-from speedbench.metrics.validation import MetricInputError, Ragged, as_count_array, as_labels, as_ragged_counts
+from speedbench.metrics.validation import MetricInputError, as_count_array, as_labels, as_ragged_counts
 from speedbench.records import MAX_TOKENS_REASONS
 
-
-def as_ragged_float(rows, like: Ragged, name: str) -> Ragged:
-    """Ragged float rows shaped exactly like ``like`` (one value per chunk)."""
-    if len(rows) != like.num_rows:
-        raise MetricInputError(f"{name}: got {len(rows)} rows for {like.num_rows}")
-    # A row may be None (no times: nothing to judge by them), read as NaN.
-    rows = [np.full(int(n), np.nan) if r is None else r for r, n in zip(rows, like.lengths)]
-    lengths = np.asarray([len(r) for r in rows], dtype=np.int64)
-    if (lengths != like.lengths).any():
-        i = int(np.flatnonzero(lengths != like.lengths)[0])
-        raise MetricInputError(f"{name}: row {i} has {lengths[i]} values for {like.lengths[i]} chunks")
-    values = np.concatenate([np.asarray(r, dtype=np.float64) for r in rows]) if rows else np.zeros(0)
-    return Ragged(values=values, offsets=like.offsets)
 
 ALL_CATEGORY = "all"
 
@@ -67,6 +56,15 @@ class RequestAcceptance:
     step_kind: str = "decode"
     decode_steps: np.ndarray | None = None
     decode_tokens: np.ndarray | None = None
+    # Per-step draft lengths (speedbench.metrics.acceptance.per_step): per request the position counts
+    # [D_i, R_i, A_i] (shape (n, 3, K)) and the steps by drafted count (shape (n, K + 1)) when the engine
+    # gave per-step counts; why per-position rates, or drafted tokens, are unknown when they are.
+    position_counts: np.ndarray | None = None
+    draft_length_counts: np.ndarray | None = None
+    per_position_unknown: str | None = None
+    drafted_unknown: str | None = None
+    drafted_from_k: bool = False  # ``drafted`` is steps x K, assumed, not counted by the engine
+    k_varied: bool = False  # K varied (the engine's counts say so) though no per-step counts say how
 
     @property
     def num_requests(self) -> int:
@@ -144,14 +142,15 @@ def _checked_counts(steps, accepted, drafted, draft_length) -> tuple[np.ndarray,
 
 
 def _decode_columns(decode_steps, decode_tokens, n: int) -> dict[str, np.ndarray | None]:
-    out: dict[str, np.ndarray | None] = {"decode_steps": None, "decode_tokens": None}
-    for name, values in (("decode_steps", decode_steps), ("decode_tokens", decode_tokens)):
-        if values is not None:
-            arr = as_count_array(values, name)
-            if arr.size != n:
-                raise MetricInputError(f"{name}: got {arr.size} values for {n} rows")
-            out[name] = arr
-    return out
+    return {name: None if values is None else _row_counts(values, n, name)
+            for name, values in (("decode_steps", decode_steps), ("decode_tokens", decode_tokens))}
+
+
+def _row_counts(values, n: int, name: str) -> np.ndarray:
+    arr = as_count_array(values, name)
+    if arr.size != n:
+        raise MetricInputError(f"{name}: got {arr.size} values for {n} rows")
+    return arr
 
 
 def _finish_table(table: RequestAcceptance, rules: TrimRules | None) -> RequestAcceptance:
@@ -160,7 +159,7 @@ def _finish_table(table: RequestAcceptance, rules: TrimRules | None) -> RequestA
         keep = ~mask
         table.num_requests_excluded_max_tokens = int(mask.sum())
         for name in ("question_ids", "categories", "steps", "accepted", "drafted", "histograms", "decode_steps",
-                     "decode_tokens"):
+                     "decode_tokens", "position_counts", "draft_length_counts"):
             col = getattr(table, name)
             if col is not None:
                 setattr(table, name, col[keep])
@@ -247,23 +246,31 @@ def requests_from_step_sizes(
         },
     )
     table = RequestAcceptance(
-        question_ids=ids,
-        categories=cats,
-        steps=cols["steps"],
-        accepted=cols["accepted"],
-        drafted=cols["steps"] * draft_length,
-        histograms=cols["histograms"],
-        draft_length=draft_length,
-        draft_length_inferred=inferred,
-        decode_steps=cols["steps"],
-        decode_tokens=cols["steps"] + cols["accepted"],
-        max_tokens_finished=cols["max_tokens"],
-        input_form="step_sizes",
-        trim_rules=rules,
-        trim_report=report,
+        question_ids=ids, categories=cats, steps=cols["steps"], accepted=cols["accepted"],
+        drafted=cols["steps"] * draft_length, drafted_from_k=True, histograms=cols["histograms"],
+        draft_length=draft_length, draft_length_inferred=inferred,
+        decode_steps=cols["steps"], decode_tokens=cols["steps"] + cols["accepted"],
+        max_tokens_finished=cols["max_tokens"], input_form="step_sizes", trim_rules=rules, trim_report=report,
         warnings=notes,
     )
     return _finish_table(table, rules)
+
+
+def _dense_histograms(histograms, draft_length: int | None) -> tuple[np.ndarray, list[str]]:
+    """Histograms as an ``(n, K + 1)`` matrix, shorter rows padded with zeros, and the note saying so."""
+    rows = as_ragged_counts(histograms, "histograms")
+    n = rows.num_rows
+    width = int(rows.lengths.max()) if n else 1
+    if draft_length is not None:
+        if width > int(draft_length) + 1:
+            raise MetricInputError(f"histograms: a histogram has {width} entries, more than K + 1 = {draft_length + 1}")
+        width = int(draft_length) + 1
+    if width < 2:
+        raise MetricInputError("histograms: each histogram needs h_0..h_K with K >= 1 (at least 2 entries)")
+    dense = np.zeros((n, width), dtype=np.int64)
+    dense[rows.row_index(), np.arange(rows.values.size) - np.repeat(rows.offsets[:-1], rows.lengths)] = rows.values
+    padded = n and (rows.lengths != width).any()
+    return dense, [f"histograms of different lengths: padded with zeros to K = {width - 1}"] if padded else []
 
 
 def requests_from_histograms(
@@ -276,34 +283,27 @@ def requests_from_histograms(
     draft_length: int | None = None,
     decode_steps=None,
     decode_tokens=None,
+    drafted=None,
+    per_step: dict | None = None,
 ) -> RequestAcceptance:
     """Input form 2a: an engine's per-request histogram ``h_0..h_K`` over drafted steps (e.g. vLLM's
     ``acceptance_histogram``, SGLang's ``spec_correct_drafts_histogram``). Shorter rows are padded
     with zeros (a position never reached): SGLang's histogram grows only to the largest count a
     request accepted, so pass the true ``draft_length``; without it K = longest length - 1, a
     lower bound. ``decode_steps`` / ``decode_tokens`` (per row) carry every decode step and the
-    tokens they emitted, for tokens per decode step."""
-    rows = as_ragged_counts(histograms, "histograms")
-    n = rows.num_rows
-    width = int(rows.lengths.max()) if n else 1
-    if draft_length is not None:
-        if width > int(draft_length) + 1:
-            raise MetricInputError(f"histograms: a histogram has {width} entries, more than K + 1 = {draft_length + 1}")
-        width = int(draft_length) + 1
-    if width < 2:
-        raise MetricInputError("histograms: each histogram needs h_0..h_K with K >= 1 (at least 2 entries)")
-    dense = np.zeros((n, width), dtype=np.int64)
-    dense[rows.row_index(), np.arange(rows.values.size) - np.repeat(rows.offsets[:-1], rows.lengths)] = rows.values
+    tokens they emitted, for tokens per decode step. ``drafted`` (per row) are the drafted tokens when
+    the engine counted them (default ``steps x K``: a fixed K); ``per_step`` holds
+    ``position_counts`` / ``draft_length_counts`` (:func:`speedbench.metrics.acceptance.from_records.per_step_columns`)."""
+    dense, notes = _dense_histograms(histograms, draft_length)
+    n, width = dense.shape
     k = width - 1
-    notes = []
-    if n and (rows.lengths != width).any():
-        notes.append(f"histograms of different lengths: padded with zeros to K = {k}")
     ids, cats, cols = _group_rows(
         question_ids,
         categories,
         n,
         {"histograms": dense, "max_tokens": _max_tokens_mask(finish_reasons, n),
-         **_decode_columns(decode_steps, decode_tokens, n)},
+         "drafted": None if drafted is None else _row_counts(drafted, n, "drafted"),
+         **_decode_columns(decode_steps, decode_tokens, n), **(per_step or {})},
     )
     h = cols["histograms"]
     steps = h.sum(axis=1)
@@ -312,7 +312,10 @@ def requests_from_histograms(
         categories=cats,
         steps=steps,
         accepted=h @ np.arange(width),
-        drafted=steps * k,
+        drafted=steps * k if cols["drafted"] is None else cols["drafted"],
+        drafted_from_k=cols["drafted"] is None,
+        position_counts=cols.get("position_counts"),
+        draft_length_counts=cols.get("draft_length_counts"),
         histograms=h,
         draft_length=k,
         max_tokens_finished=cols["max_tokens"],
@@ -322,6 +325,9 @@ def requests_from_histograms(
         decode_steps=cols["decode_steps"],
         decode_tokens=cols["decode_tokens"],
     )
+    if cols["drafted"] is not None and cols.get("position_counts") is None:  # K varied, no per-step counts
+        table.per_position_unknown = per_position_unknown_reason(int(cols["drafted"].sum()), int(steps.sum()), k)
+        table.k_varied = table.per_position_unknown is not None
     return _finish_table(table, TrimRules(exclude_max_tokens_requests=exclude_max_tokens_requests))
 
 
@@ -338,6 +344,7 @@ def requests_from_counts(
     step_kind: str = "drafted",
     decode_steps=None,
     decode_tokens=None,
+    per_step: dict | None = None,
 ) -> RequestAcceptance:
     """Input form 2b: per-request ``(steps, accepted, drafted)`` counts (vLLM
     ``num_spec_steps/num_accepted_draft_tokens/num_draft_tokens``; llama.cpp
@@ -354,7 +361,7 @@ def requests_from_counts(
         categories,
         n,
         {"steps": s, "accepted": a, "drafted": d, "max_tokens": _max_tokens_mask(finish_reasons, n),
-         **_decode_columns(decode_steps, decode_tokens, n)},
+         **_decode_columns(decode_steps, decode_tokens, n), **(per_step or {})},
     )
     table = RequestAcceptance(
         question_ids=ids,
@@ -362,7 +369,10 @@ def requests_from_counts(
         steps=cols["steps"],
         accepted=cols["accepted"],
         drafted=cols["drafted"],
+        drafted_from_k=drafted is None,
         histograms=None,
+        position_counts=cols.get("position_counts"),
+        draft_length_counts=cols.get("draft_length_counts"),
         draft_length=None if draft_length is None else int(draft_length),
         max_tokens_finished=cols["max_tokens"],
         input_form="counts",
@@ -371,4 +381,7 @@ def requests_from_counts(
         (cols["steps"] if step_kind == "decode" else None),
         decode_tokens=cols["decode_tokens"],
     )
+    if drafted is not None and draft_length and step_kind == "drafted":  # fewer than steps x K drafted: K varied
+        table.per_position_unknown = per_position_unknown_reason(int(d.sum()), int(s.sum()), int(draft_length))
+        table.k_varied = table.per_position_unknown is not None
     return _finish_table(table, TrimRules(exclude_max_tokens_requests=exclude_max_tokens_requests))

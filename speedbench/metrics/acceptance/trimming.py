@@ -14,6 +14,20 @@ from speedbench.metrics.results import JsonDataclass
 from speedbench.metrics.validation import MetricInputError, Ragged
 
 
+def as_ragged_float(rows, like: Ragged, name: str) -> Ragged:
+    """Ragged float rows shaped exactly like ``like`` (one value per chunk)."""
+    if len(rows) != like.num_rows:
+        raise MetricInputError(f"{name}: got {len(rows)} rows for {like.num_rows}")
+    # A row may be None (no times: nothing to judge by them), read as NaN.
+    rows = [np.full(int(n), np.nan) if r is None else r for r, n in zip(rows, like.lengths)]
+    lengths = np.asarray([len(r) for r in rows], dtype=np.int64)
+    if (lengths != like.lengths).any():
+        i = int(np.flatnonzero(lengths != like.lengths)[0])
+        raise MetricInputError(f"{name}: row {i} has {lengths[i]} values for {like.lengths[i]} chunks")
+    values = np.concatenate([np.asarray(r, dtype=np.float64) for r in rows]) if rows else np.zeros(0)
+    return Ragged(values=values, offsets=like.offsets)
+
+
 class AcceptanceWarning(UserWarning):
     """Something in the acceptance input needs attention (inferred K, merged chunks, ...)."""
 
