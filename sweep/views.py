@@ -111,7 +111,7 @@ def draft_families(plan: Plan) -> list[list]:
     run stands in for another's."""
     families: dict[tuple, list] = defaultdict(list)
     for v in plan.variants:
-        if v.speculative and v.baseline:
+        if v.speculative and v.baseline and not v.schedule:  # a schedule variant's K varies: it does not compete
             families[(v.method, v.drafter, v.baseline)].append(v)
     split: list[list] = []
     for members in families.values():

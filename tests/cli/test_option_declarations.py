@@ -38,7 +38,9 @@ CHANGED["demo", "--no-progress"] = "no progress bars"
 CHANGED["serve", "--draft-length"] = ("speculative tokens per step K (default 4, or the profile's K with "
                                       "--synthetic-from; SGLang draft-tree: the tree's depth)")
 DEFAULT_CHANGED = {("serve", "--draft-length"): None}
-ADDED_FLAGS = {"serve": ["--synthetic-from", "--synthetic-category"], "run": ["--seed-per-prompt"]}
+# issue 29: variable draft depth served (vLLM's schedule, llama.cpp's --draft-p-min)
+ADDED_FLAGS = {"serve": ["--synthetic-from", "--synthetic-category", "--draft-schedule", "--draft-p-min"],
+               "run": ["--seed-per-prompt"]}
 
 
 def _value(v):
@@ -85,7 +87,7 @@ def now():
 
 
 # Commands added after the baseline was taken (their own tests cover their options).
-ADDED = {"assets", "profile"}
+ADDED = {"assets", "profile", "schedule"}
 
 
 def test_the_same_commands(now):
