@@ -99,3 +99,53 @@ def test_schedule_command_names_what_is_missing(tmp_path, capsys):
     assert "no draft family 'eagle' in this sweep; draft families: draft-k{k}" in capsys.readouterr().err
     assert main(["schedule", str(root), "--engine", "vllm", "--workload", "qual"]) == 1
     assert "no workload 'qual' in this sweep; workloads: tp" in capsys.readouterr().err
+
+
+def test_a_schedule_variant_command_is_filled_from_the_family_runs(tmp_path):
+    from speedbench.sweep.plan import load_plan
+    from speedbench.sweep.schedule_substitution import fill_schedule
+    from tests.sweep.conftest import write_plan
+
+    root = _sweep(tmp_path)
+    serve = "python3 -c pass {port}"
+    plan = load_plan(write_plan(tmp_path, f"""
+tokenizer = "tok"
+dataset = "ds"
+[[workload]]
+name = "tp"
+config = "throughput_1k"
+[[variant]]
+name = "draft-k{{k}}"
+engine = "vllm"
+method = "draft_model"
+k = [1, 2]
+baseline = "ar"
+command = "{serve} --draft-length {{k}}"
+[[variant]]
+name = "ar"
+engine = "vllm"
+command = "{serve}"
+[[variant]]
+name = "sched"
+engine = "vllm"
+method = "draft_model"
+k = 2
+baseline = "ar"
+schedule = "draft-k{{k}}"
+command = "{serve} --draft-schedule {{schedule}}"
+[[variant]]
+name = "sched-json"
+engine = "vllm"
+method = "draft_model"
+k = 2
+baseline = "ar"
+schedule = "draft-k{{k}}"
+schedule_format = "vllm"
+command = "{serve} --speculative-config '{{\\"num_speculative_tokens_per_batch_size\\": {{schedule}}}}'"
+"""))
+    command, record = fill_schedule(plan, plan.variant("sched"), root)
+    assert command == "python3 -c pass {port} --draft-schedule 1-1:2,2-3:1,4-4:0"
+    assert record["draft_schedule"] == "1-1:2,2-3:1,4-4:0" and record["schedule_workload"] == "tp"
+    assert [c["k"] for c in record["schedule_choices"]] == [2, 1, 0]
+    command, _ = fill_schedule(plan, plan.variant("sched-json"), root)
+    assert command.endswith("""'{"num_speculative_tokens_per_batch_size": [[1,1,2],[2,3,1],[4,4,0]]}'""")
