@@ -7,7 +7,8 @@ derives the schedule from this sweep's run folders (:mod:`speedbench.sweep.sched
 writes it in ``schedule_format``: ``ranges`` (``speedbench serve --draft-schedule``'s text,
 ``1-1:4,2-8:1``) or an engine's own value as compact JSON (``vllm``: the
 ``num_speculative_tokens_per_batch_size`` list; ``trtllm``: the ``draft_len_schedule`` mapping;
-``sglang``: the adaptive config object).
+``sglang``: the path of a JSON file holding SGLang's adaptive config, written to
+``OUT/servers/<variant>/adaptive-config.json``, for ``--speculative-adaptive-config``).
 """
 from __future__ import annotations
 
@@ -35,6 +36,11 @@ def fill_schedule(plan: Plan, variant: Variant, out: Path) -> tuple[str, dict[st
     workload = variant.schedule_workload or plan.workloads[0].name
     family, workload, derived = schedule_from_sweep(out, variant.schedule, workload)
     value = schedule_value(derived.schedule, variant.schedule_format, variant.k)
+    if variant.schedule_format == "sglang":  # SGLang reads its adaptive config from a file
+        path = out / "servers" / variant.name / "adaptive-config.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(value + "\n", encoding="utf-8")
+        value = str(path.resolve())
     record = {"schedule_family": family, "schedule_workload": workload, "draft_schedule": derived.schedule.text,
               "schedule_format": variant.schedule_format, "schedule_value": value,
               "schedule_choices": [{"concurrency": c.concurrency, "k": c.k, "leader_k": c.leader_k,

@@ -7,7 +7,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from speedbench.options import add_arguments, from_args, option
+from speedbench.options import add_arguments, from_args, option, reuse
+from speedbench.settings import SharedOptions
 
 SCHEDULE_ENGINES = ("vllm", "trtllm", "sglang")
 
@@ -17,8 +18,10 @@ class ScheduleOptions:
     """``speedbench schedule``'s options (declared once: speedbench/options.py)."""
 
     sweep_dir: Path = option("sweep_dir", parse=Path, metavar="SWEEP_DIR")
-    engine: str = option("--engine", choices=SCHEDULE_ENGINES, help="whose form to write: vllm "
-                         "(num_speculative_tokens_per_batch_size), trtllm (draft_len_schedule) or sglang")
+    engine: str = reuse(SharedOptions, "engine", choices=SCHEDULE_ENGINES, help=(
+        "whose form to write: vllm (num_speculative_tokens_per_batch_size), trtllm (draft_len_schedule) or sglang "
+        "(the --speculative-adaptive-config file, one candidate step per batch-size slot; SGLang adapts with "
+        "EAGLE/EAGLE3 only)"))
     family: str | None = option("--family", default=None, metavar="NAME", help=(
         "the draft family: the name of its [[variant]] table as the plan writes it, e.g. draft-k{k} (default: "
         "the sweep's only one)"))

@@ -12,7 +12,14 @@
   meaning batch size >= 1 drafts 4, >= 4 drafts 2, >= 8 none; it must contain ``1`` and
   ``draft_len_schedule[1]`` must equal ``max_draft_len``, and no draft length may exceed it. So a
   schedule whose K at batch size 1 is not its largest cannot be written for TensorRT-LLM.
-- **SGLang** (``sglang/srt/speculative/adaptive_spec_params.py``): see :func:`sglang_schedule`.
+- **SGLang** (0.5.23, ``sglang/srt/speculative/adaptive_spec_params.py``): ``--speculative-adaptive
+  --speculative-adaptive-config FILE``, a JSON object whose integer-string keys are batch-size
+  thresholds, each a slot ``{"candidate_steps": [...]}``; a batch goes to the slot with the largest
+  key not above its size (the smallest slot below that). Each slot moves between its candidate
+  steps with an EMA of the acceptance it sees; a slot with one candidate stays at it, so one
+  candidate per range pins K per batch size. SGLang runs adaptive only with EAGLE / EAGLE3 at
+  top-k 1 (``adaptive_unsupported_reason``); otherwise it logs "speculative_adaptive disabled" and
+  serves static steps.
 """
 from __future__ import annotations
 
@@ -47,9 +54,19 @@ def trtllm_schedule(schedule: DraftSchedule) -> dict[str, Any]:
     return {"max_draft_len": top, "draft_len_schedule": {r.low: r.k for r in schedule.ranges}}
 
 
+def sglang_schedule(schedule: DraftSchedule, max_k: int | None = None) -> dict[str, Any]:
+    """SGLang's server arguments: ``speculative_num_steps`` (the largest K), ``speculative_adaptive`` and
+    the adaptive config object (to be saved as the JSON file ``--speculative-adaptive-config`` names)."""
+    top = schedule.max_k if max_k is None else max_k
+    return {"speculative_num_steps": top, "speculative_adaptive": True,
+            "speculative_adaptive_config": {str(r.low): {"candidate_steps": [r.k]} for r in schedule.ranges}}
+
+
 # The key whose value is the schedule itself, in each engine's form (what a sweep writes for {schedule}).
-SCHEDULE_KEY = {"vllm": "num_speculative_tokens_per_batch_size", "trtllm": "draft_len_schedule"}
-FORMS = {"vllm": vllm_schedule, "trtllm": lambda schedule, max_k=None: trtllm_schedule(schedule)}
+SCHEDULE_KEY = {"vllm": "num_speculative_tokens_per_batch_size", "trtllm": "draft_len_schedule",
+                "sglang": "speculative_adaptive_config"}
+FORMS = {"vllm": vllm_schedule, "trtllm": lambda schedule, max_k=None: trtllm_schedule(schedule),
+         "sglang": sglang_schedule}
 
 
 def engine_form(schedule: DraftSchedule, engine: str, max_k: int | None = None) -> dict[str, Any]:

@@ -92,3 +92,10 @@ def test_serve_refuses_a_bad_schedule_before_starting_anything(tmp_path):
     assert result.returncode == 2
     assert "range '2-64:1' overlaps range '1-2:4' (batch size 2 is in both)" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_sglang_form_pins_one_candidate_step_per_batch_size_slot():
+    form = engine_form(parse_draft_schedule("1-1:4,2-7:1,8-64:0"), "sglang")
+    # slots keyed by the range starts; one candidate each, so the EMA has nothing to move between
+    assert form == {"speculative_num_steps": 4, "speculative_adaptive": True, "speculative_adaptive_config": {
+        "1": {"candidate_steps": [4]}, "2": {"candidate_steps": [1]}, "8": {"candidate_steps": [0]}}}
