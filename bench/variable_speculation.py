@@ -78,6 +78,20 @@ engine = "vllm"
 command = "{serve} --speculation none"
 """
 
+# A hand-written schedule whose K does vary (on CPU the derived one may be K = 0 throughout: drafting
+# costs the tiny model more than it saves), for the per-position comparison. Its own drafter label
+# keeps it out of the static family's best-K table.
+FIXED = """
+[[variant]]
+name = "fixed-schedule"
+engine = "vllm"
+method = "draft_model"
+k = {k_max}
+drafter = "stories260K Q4_0, schedule {fixed}"
+baseline = "baseline"
+command = "{serve} --speculation draft --draft-length {{k}} --draft-schedule {fixed}"
+"""
+
 
 def prepare(work: Path) -> tuple[Path, Path]:
     """lite_throughput_1k fitted to stories260K's tokenizer, as `speedbench demo` makes it."""
@@ -106,9 +120,9 @@ def vllm_positions(counters_line: dict) -> list[float] | None:
     return [per_position[i] / drafts for i in sorted(per_position)] if drafts else None
 
 
-def step_positions(records: list[dict], k_max: int) -> tuple[list[float | None], list[int]]:
+def step_positions(records: list[dict], k_max: int) -> tuple[list[float | None], list[int], list[int]]:
     """Ours from vLLM's per-step arrays: position i's rate over the steps that drafted i and accepted
-    every position before it; and how many steps drafted each K (the histogram)."""
+    every position before it; how many steps drafted each K (the histogram); the denominators."""
     reached, accepted, by_k = [0] * k_max, [0] * k_max, [0] * (k_max + 1)
     for record in records:
         raw = (record.get("engine_stats") or {}).get("raw") or {}
@@ -117,7 +131,7 @@ def step_positions(records: list[dict], k_max: int) -> tuple[list[float | None],
             for i in range(min(drafted, got + 1)):  # positions 1..min(drafted, accepted+1) were judged
                 reached[i] += 1
                 accepted[i] += 1 if i < got else 0
-    return [a / r if r else None for a, r in zip(accepted, reached)], by_k
+    return [a / r if r else None for a, r in zip(accepted, reached)], by_k, reached
 
 
 def _cell(value) -> str:
@@ -147,7 +161,7 @@ def print_positions(run_dir: Path, k_max: int) -> None:
     records = [json.loads(line) for line in (run_dir / "records.jsonl").read_text().splitlines()]
     for point in sorted(results, key=lambda p: results[p]["requested_concurrency"] or 0):
         mine = [r for r in records if r["run_point"] == point and not r["warmup"] and r["error"] is None]
-        ours, by_k = step_positions(mine, k_max)
+        ours, by_k, reached = step_positions(mine, k_max)
         theirs = vllm_positions(counters.get(point) or {})
         print(f"{point}: steps per drafted K {dict((k, n) for k, n in enumerate(by_k) if n)}")
         print("| definition | " + " | ".join(f"pos {i + 1}" for i in range(k_max)) + " |")
@@ -156,6 +170,8 @@ def print_positions(run_dir: Path, k_max: int) -> None:
               + " | ".join(_cell(v) for v in (theirs or [None] * k_max)[:k_max]) + " |")
         print("| ours (per-step arrays: conditional over steps that drafted i) | "
               + " | ".join(_cell(v) for v in ours) + " |")
+        print("| (ours: steps that drafted i and accepted all before it) | "
+              + " | ".join(str(n) for n in reached) + " |")
         for name, source in (results[point].get("acceptance") or {}).items():
             rates = (source or {}).get("conditional_acceptance_rate")
             if rates:
@@ -172,6 +188,8 @@ def main() -> int:
     parser.add_argument("--max-tokens", type=int, default=32)
     parser.add_argument("--limit", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--fixed-schedule", default="1-1:4,2-8:1",
+                        help="also serve this schedule (empty: not) for the per-position comparison")
     args = parser.parse_args()
     from speedbench.cli import main as cli
 
@@ -183,7 +201,8 @@ def main() -> int:
              f"--work-dir {work / 'vllm-work'}")
     plan = work / "plan.toml"
     plan.write_text(PLAN.format(models=models, fitted=fitted, repeats=args.repeats, max_tokens=args.max_tokens,
-                                limit=args.limit, concurrency=levels, ks=ks, k_max=max(ks), serve=serve))
+                                limit=args.limit, concurrency=levels, ks=ks, k_max=max(ks), serve=serve)
+                    + (FIXED.format(k_max=max(ks), fixed=args.fixed_schedule, serve=serve) if args.fixed_schedule else ""))
     out = work / "sweep"
     started = time.perf_counter()
     with contextlib.redirect_stdout(sys.stderr):
@@ -191,7 +210,7 @@ def main() -> int:
     print(f"sweep: exit {code}, {time.perf_counter() - started:.0f} s wall ({out})")
     views = json.loads((out / "sweep.json").read_text())["views"]
     print_throughput(views)
-    for run_dir in sorted((out / "runs").glob("draft-schedule.*")):
+    for run_dir in sorted((out / "runs").glob("draft-schedule.*")) + sorted((out / "runs").glob("fixed-schedule.*")):
         print_positions(run_dir, max(ks))
     return code
 
