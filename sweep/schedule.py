@@ -49,6 +49,8 @@ class ScheduleChoice:
 
     @property
     def note(self) -> str:
+        if self.repeats < 2:
+            return "highest (one repeat: spread not measured, only exact ties count)"
         if len(self.tied) == 1:
             return "highest median"
         return (f"K={self.leader_k} has the highest median; K in {list(self.tied)} are within the spread "
