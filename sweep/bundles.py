@@ -39,6 +39,10 @@ def write_bundles(plan: Plan, units: list[Unit], out: Path, log: Callable[[str],
         mine = [u for u in finished if u.variant == variant]
         if not variant.speculative or not mine:
             continue
+        if variant.schedule:  # its K changes with the batch size; a bundle would state one K
+            log(f"bundle for {variant.name}: not written, its draft length follows a schedule "
+                f"({variant.schedule}) and a bundle states one K")
+            continue
         baselines = [u for u in finished if u.variant.name == variant.baseline]
         metadata = bundle_metadata(plan, mine[0])
         missing = [key for key in ("model", "engine_version", "gpu", "temperature") if metadata[key] in (None, "")]

@@ -27,7 +27,7 @@ from speedbench.sweep.locate import KeyLines
 from speedbench.sweep.schema import BASELINE_METHOD, PlanSpec, VariantSpec, WorkloadSpec
 
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-PORT, K = "{port}", "{k}"
+PORT, K, SCHEDULE = "{port}", "{k}", "{schedule}"
 
 
 class PlanError(ValueError):
@@ -54,6 +54,10 @@ class Variant:
     drafter: str | None
     run: dict[str, Any]
     source_index: int  # which [[variant]] it came from (for error lines)
+    family: str = ""  # the name of its [[variant]] table as written ("draft-k{k}"): its draft family
+    schedule: str | None = None  # served with the schedule derived from this family (``{schedule}``)
+    schedule_format: str = "ranges"
+    schedule_workload: str | None = None
 
     @property
     def speculative(self) -> bool:
@@ -235,8 +239,10 @@ def _variants(spec: PlanSpec, path: Path, lines: KeyLines) -> list[Variant]:
                 port=item.port, host=item.host, health=item.health, startup_timeout_s=item.startup_timeout_s,
                 stop_timeout_s=item.stop_timeout_s, env={key: fill(v) for key, v in item.env.items()}, cwd=item.cwd,
                 gpus=item.gpus, drafter=fill(item.drafter) if item.drafter else None, run=dict(item.run),
-                source_index=index))
-    return variants
+                source_index=index, family=item.name, schedule=item.schedule, schedule_format=item.schedule_format,
+                schedule_workload=item.schedule_workload))
+    # A schedule variant runs after every static variant: its {schedule} comes from their runs.
+    return [v for v in variants if not v.schedule] + [v for v in variants if v.schedule]
 
 
 def _check(plan: Plan, spec: PlanSpec) -> None:
@@ -259,7 +265,34 @@ def _check(plan: Plan, spec: PlanSpec) -> None:
                             f"(method = \"none\"); those are: {', '.join(baselines) or 'none in this plan'}")
         if v.command is not None:
             _check_command(plan, v)
+    for v in plan.variants:
+        if v.schedule is not None:
+            _check_schedule_variant(plan, v)
     _check_run_tables(plan, spec)
+
+
+def _check_schedule_variant(plan: Plan, v: Variant) -> None:
+    """``schedule = "<family>"``: a speculative variant started by a command with ``{schedule}``, naming a
+    [[variant]] table of static-K variants with the same baseline, K at least theirs."""
+    where = _where(plan.path, plan.lines, ("variant", v.source_index, "schedule"))
+    members = [m for m in plan.variants if m.family == v.schedule and not m.schedule and m.speculative]
+    if not members:
+        families = sorted({m.family for m in plan.variants if m.speculative and not m.schedule})
+        raise PlanError(f"{where}: variant {v.name!r}: schedule {v.schedule!r} names no [[variant]] table of "
+                        f"speculative variants; those are: {', '.join(families) or 'none in this plan'}")
+    if not v.speculative or v.command is None or SCHEDULE not in v.command:
+        raise PlanError(f"{where}: variant {v.name!r}: a schedule variant is speculative (method) and started "
+                        f"by a command with {SCHEDULE} in it, where the derived schedule is written")
+    if v.baseline is None or v.baseline != members[0].baseline:
+        raise PlanError(f"{where}: variant {v.name!r}: baseline must be {members[0].baseline!r}, the baseline of "
+                        f"{v.schedule!r} (the schedule chooses between its K and no speculation)")
+    if v.k < max(m.k for m in members):
+        raise PlanError(f"{where}: variant {v.name!r}: k = {v.k} is below {v.schedule!r}'s largest K "
+                        f"{max(m.k for m in members)} (k is the server's --draft-length, the largest K it drafts)")
+    workloads = [w.name for w in plan.workloads]
+    if v.schedule_workload is not None and v.schedule_workload not in workloads:
+        raise PlanError(f"{where}: variant {v.name!r}: schedule_workload {v.schedule_workload!r} is not one of "
+                        f"{', '.join(workloads)}")
 
 
 def _host(host: str) -> str:

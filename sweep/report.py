@@ -44,6 +44,11 @@ TABLES = [
     ("Best draft length per batch size (0 = no speculation)", "best_draft_length",
      ["workload", "variants", "baseline", "concurrency", "best_draft_length", "best_median_output_tps", "best_mad",
       "repeats", "note", "runner_up_draft_length", "runner_up_median_output_tps", "runner_up_mad"]),
+    ("Draft schedule vs the best static K and the baseline (medians over repeats; K = the schedule's K at that "
+     "batch size)", "schedule",
+     ["workload", "variant", "concurrency", "draft_schedule", "schedule_k", "schedule_output_tps", "schedule_user_tps",
+      "best_static_k", "best_static_output_tps", "best_static_user_tps", "baseline_output_tps", "baseline_user_tps",
+      "repeats"]),
     ("Speedup over the declared baseline (median over repeats)", "speedup_medians",
      ["workload", "variant", "baseline", "concurrency", "repeats", "measured_speedup_median",
       "estimated_speedup_median"]),
@@ -148,6 +153,11 @@ def summary_lines(views: dict, failures: dict[str, str]) -> list[str]:
         lines.append(f"best K at concurrency {row['concurrency']} ({row['workload']}, {row['variants']}): "
                      f"K={row['best_draft_length']} ({row['best_median_output_tps']:.1f} tokens/s median over "
                      f"{row['repeats']} repeats); {row['note']}")
+    for row in views.get("schedule") or []:
+        lines.append(f"schedule {row['variant']} ({row['workload']}, c={row['concurrency']}, K={row['schedule_k']}): "
+                     f"{_cell(row['schedule_output_tps'])} tokens/s, {_cell(row['schedule_user_tps'])} per user; best "
+                     f"static K={row['best_static_k']}: {_cell(row['best_static_output_tps'])}; baseline: "
+                     f"{_cell(row['baseline_output_tps'])}")
     for row in views["speedup_medians"]:
         measured = row["measured_speedup_median"]
         lines.append(f"speedup {row['variant']} over {row['baseline']} ({row['workload']}, c={row['concurrency']}): "

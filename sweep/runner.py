@@ -87,7 +87,8 @@ def write_engine_json(unit: Unit, server_info: dict[str, Any]) -> None:
     label = v.name if unit.workload.repeats == 1 else f"{v.name} r{unit.repeat}"
     write_json(unit.run_dir / ENGINE_NAME, {
         "label": label, "variant": v.name, "engine": v.engine, "speculation": v.method,
-        "draft_length": v.k, "baseline": v.baseline, "gpus": v.gpus, "drafter": v.drafter,
+        "draft_length": v.k, "baseline": v.baseline, "gpus": v.gpus, "drafter": v.drafter, "family": v.family,
+        "schedule": v.schedule, "draft_schedule": server_info.get("draft_schedule"),
         "engine_version": description.get("engine_version"), "command": server_info.get("command"),
         "url": server_info.get("url"), "workload": unit.workload.name, "repeat": unit.repeat})
 
@@ -135,10 +136,15 @@ class SweepRunner:
         state.add("server_attempt", server_id=server_id, variant=variant.name)
         self.progress.write(f"== variant {variant.name} ({variant.engine}, {variant.method}"
                             f"{f', K={variant.k}' if variant.speculative else ''}): {len(units)} runs to do")
-        server = self._start(variant, state, server_id, folder / f"attempt-{attempt}.log")
+        served, derived = variant, None
+        if variant.schedule:
+            served, derived = self._scheduled(variant, state)
+            if served is None:
+                return
+        server = self._start(served, state, server_id, folder / f"attempt-{attempt}.log")
         if server is None:
             return
-        info: dict[str, Any] = {"url": server.url, "pid": server.pid, "attempt": attempt}
+        info: dict[str, Any] = {"url": server.url, "pid": server.pid, "attempt": attempt, **(derived or {})}
         metrics_path = self._metrics_path(variant.engine)
         try:
             info.update(describe_server(server, variant.engine), attempt=attempt,
@@ -162,6 +168,24 @@ class SweepRunner:
                 if not stopped.get("gone"):
                     self.outcome.failed[variant.name] = f"server not gone after stop: {stopped}"
                     self.log(f"warning: variant {variant.name}: server processes survived the stop: {stopped}")
+
+    def _scheduled(self, variant: Variant, state: SweepState) -> tuple[Variant | None, dict | None]:
+        """The variant with ``{schedule}`` filled from its family's finished runs (``speedbench.sweep.schedule``);
+        (None, None), reported, when they cannot give one."""
+        from dataclasses import replace
+
+        from speedbench.sweep.schedule_substitution import fill_schedule
+
+        try:
+            command, derived = fill_schedule(self.plan, variant, self.out)
+        except ValueError as error:
+            self._fail(variant.name, f"no schedule from {variant.schedule!r}: {error}", state,
+                       event="server_failed", variant=variant.name)
+            return None, None
+        state.add("schedule_derived", variant=variant.name, **derived)
+        self.progress.write(f"   schedule from {variant.schedule} ({derived['schedule_workload']}): "
+                            f"{derived['draft_schedule']}")
+        return replace(variant, command=command), derived
 
     def _start(self, variant: Variant, state: SweepState, server_id: str, log_path: Path):
         """The variant's server, healthy; None (reported) when it did not come up."""

@@ -14,6 +14,9 @@ DEFAULT_HEALTH_PATH = "/health"
 DEFAULT_STARTUP_TIMEOUT_S = 900.0  # a large model on a busy node can take many minutes to load
 DEFAULT_STOP_TIMEOUT_S = 30.0  # SIGTERM to the process group, then SIGKILL
 BASELINE_METHOD = "none"
+# How {schedule} is written into a schedule variant's command: speedbench serve's --draft-schedule text
+# ("1-1:4,2-64:1"), or an engine's own form as JSON (speedbench.engine.schedule_forms).
+SCHEDULE_FORMATS = ("ranges", "vllm", "trtllm", "sglang")
 
 
 class _Strict(BaseModel):
@@ -40,6 +43,11 @@ class VariantSpec(_Strict):
     gpus: int = Field(default=1, ge=1)
     drafter: str | None = None
     run: dict[str, Any] = Field(default_factory=dict)
+    # A variant served with the draft schedule derived from a family's static-K runs
+    # (speedbench.sweep.schedule): the name of that family's [[variant]] table as written ("draft-k{k}").
+    schedule: str | None = None
+    schedule_format: str = Field(default=SCHEDULE_FORMATS[0], pattern="^(" + "|".join(SCHEDULE_FORMATS) + ")$")
+    schedule_workload: str | None = None  # whose measurements give the schedule (default: the first workload)
 
 
 class WorkloadSpec(BaseModel):

@@ -18,6 +18,7 @@ import numpy as np
 
 from speedbench.sweep.choice import choose
 from speedbench.sweep.plan import Plan
+from speedbench.sweep.schedule_view import schedule_rows, served_schedules
 from speedbench.sweep.units import Unit
 
 RANDOM_PREFIX = "random_"
@@ -50,6 +51,8 @@ def sweep_views(plan: Plan, units: list[Unit], data) -> dict[str, Any]:
         "best_draft_length": best_draft_rows(plan, points),
         "random_vs_real": random_vs_real(points),
         "pareto": pareto_points(plan, points),
+        # a schedule variant beside its family's best static K and the baseline (speedbench.sweep.schedule_view)
+        "schedule": schedule_rows(plan, points, served_schedules(units)),
     }
 
 
@@ -111,7 +114,7 @@ def draft_families(plan: Plan) -> list[list]:
     run stands in for another's."""
     families: dict[tuple, list] = defaultdict(list)
     for v in plan.variants:
-        if v.speculative and v.baseline:
+        if v.speculative and v.baseline and not v.schedule:  # a schedule variant's K varies: it does not compete
             families[(v.method, v.drafter, v.baseline)].append(v)
     split: list[list] = []
     for members in families.values():

@@ -15,7 +15,7 @@ from speedbench import __version__
 
 # Order is the order shown in --help: the pipeline from data to leaderboard.
 SUBCOMMAND_MODULES = ["build", "curate", "fit_isl", "resolve", "serve", "run", "report", "profile", "compare", "export",
-                      "vocab_coverage", "submit", "publish_metrics", "sweep", "demo", "assets"]
+                      "vocab_coverage", "submit", "publish_metrics", "sweep", "schedule", "demo", "assets"]
 
 
 def build_parser() -> argparse.ArgumentParser:

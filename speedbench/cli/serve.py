@@ -26,6 +26,14 @@ class ServeOptions:
     draft_length: int | None = reuse(SharedOptions, "draft_length", default=None, show_default=False,
                                      help="speculative tokens per step K (default 4, or the profile's K with "
                                           "--synthetic-from; SGLang draft-tree: the tree's depth)")
+    draft_schedule: str | None = option("--draft-schedule", default=None, metavar="LOW-HIGH:K,...", help=(
+        "vLLM: the draft length per batch size, e.g. 1-1:4,2-64:1 (batch sizes LOW to HIGH, both included, draft "
+        "K tokens per step; ranges from 1 without gaps or overlaps; each K <= --draft-length; K 0: no speculation "
+        "at that batch size), served as num_speculative_tokens_per_batch_size ('speedbench schedule' derives one "
+        "from a sweep)"))
+    draft_p_min: float | None = option("--draft-p-min", default=None, parse=float, metavar="P", help=(
+        "llama.cpp: end a draft early at the first token whose draft probability is below P (llama.cpp's "
+        "--draft-p-min; the draft length then varies per step, up to --draft-length)"))
     synthetic_rates: str | None = option("--synthetic-rates", default=None, help=(
         "comma-separated unconditional acceptance per position (K values, non-increasing), with --speculation "
         "synthetic"))
@@ -98,7 +106,8 @@ def run(args: argparse.Namespace) -> int:
         models = described["models"]
         name = config.launcher.banner + f"{described['engine_version']})"
         print(f"speedbench serve: {name} "
-              f"speculation={config.speculation} K={described['draft_length']} slots={config.n_parallel}")
+              f"speculation={config.speculation} K={described['draft_length']} slots={config.n_parallel}"
+              + _variable_depth(config))
         for role in ("target", "draft"):
             entry = models.get(role, {})
             served = f"  (served: {entry['served']})" if entry.get("served") else ""
@@ -124,7 +133,8 @@ def _config(args: argparse.Namespace):
     config = EngineConfig(
         engine=args.engine, work_dir=args.work_dir, max_model_len=args.max_model_len,
         target=args.target, draft=args.draft, speculation=args.speculation,
-        draft_length=_draft_length(args, rates), synthetic_rates=rates, synthetic_length=args.synthetic_length,
+        draft_length=_draft_length(args, rates), draft_schedule=args.draft_schedule, draft_p_min=args.draft_p_min,
+        synthetic_rates=rates, synthetic_length=args.synthetic_length,
         n_parallel=args.parallel, n_ctx_per_slot=args.ctx_per_slot, n_threads=args.threads, port=args.port,
     )
     config.check_files()
@@ -133,6 +143,12 @@ def _config(args: argparse.Namespace):
 
         import_module(config.launcher.supervised).python()  # a clear message when `make vllm` / `make sglang` has not run
     return config
+
+
+def _variable_depth(config) -> str:
+    if config.draft_schedule:
+        return f" draft-schedule={config.draft_schedule}"
+    return f" draft-p-min={config.draft_p_min:g}" if config.draft_p_min is not None else ""
 
 
 def _profile_rates(args: argparse.Namespace) -> list[float]:

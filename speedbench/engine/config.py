@@ -76,6 +76,10 @@ class EngineConfig:
     speculation: str = "draft"
     draft_length: int = 4
     draft_min: int = 0
+    # vLLM: batch-size ranges -> K (``speedbench.engine.draft_schedule``, e.g. "1-1:4,2-64:1"), each K <= draft_length
+    draft_schedule: str | None = None
+    # llama.cpp: stop a draft early once the draft model's top probability falls below this (--draft-p-min)
+    draft_p_min: float | None = None
     synthetic_rates: list[float] | None = None
     synthetic_length: float | None = None
     n_parallel: int = 4
@@ -124,8 +128,32 @@ class EngineConfig:
             elif not 1.0 <= float(self.synthetic_length) <= self.draft_length + 1:
                 raise ValueError(f"EngineConfig.synthetic_length must lie in [1, K+1] = [1, {self.draft_length + 1}], "
                                  f"got {self.synthetic_length}")
+        self._check_variable_depth()
         if self.host not in ("127.0.0.1", "localhost", "::1"):
             raise ValueError(f"EngineConfig.host: the local engine binds loopback only, got {self.host!r}")
+
+    def _check_variable_depth(self) -> None:
+        """--draft-schedule (vLLM) and --draft-p-min (llama.cpp): each with its engine and speculation."""
+        if self.draft_schedule is not None:
+            from speedbench.engine.draft_schedule import parse_draft_schedule
+
+            self.draft_schedule = str(self.draft_schedule)
+            if self.engine != "vllm" or self.speculation == "none":
+                raise ValueError("EngineConfig.draft_schedule: a draft schedule is served by vLLM with speculation "
+                                 f"(got engine {self.engine}, speculation {self.speculation}); llama.cpp shortens "
+                                 "drafts with --draft-p-min")
+            try:
+                self.draft_schedule = parse_draft_schedule(self.draft_schedule, self.draft_length).text
+            except ValueError as error:
+                raise ValueError(f"EngineConfig.draft_schedule (--draft-schedule {self.draft_schedule!r}): "
+                                 f"{error}") from None
+        if self.draft_p_min is not None:
+            if self.engine != "llamacpp" or self.speculation not in ("draft", "synthetic"):
+                raise ValueError("EngineConfig.draft_p_min: --draft-p-min ends a draft model's draft early on "
+                                 f"llama.cpp (got engine {self.engine}, speculation {self.speculation})")
+            if not 0.0 <= float(self.draft_p_min) <= 1.0:
+                raise ValueError(f"EngineConfig.draft_p_min must lie in [0, 1], got {self.draft_p_min}")
+            self.draft_p_min = float(self.draft_p_min)
 
     @property
     def launcher(self) -> LocalLauncher:

@@ -52,6 +52,9 @@ def build_params(config: dict[str, Any]) -> Any:
             spec.draft.cpuparams_batch.n_threads = int(config["n_threads"])
         spec.draft.n_max = int(config["draft_length"])
         spec.draft.n_min = int(config["draft_min"])
+        if config.get("draft_p_min") is not None:
+            # llama.cpp's --draft-p-min: the draft ends at the first token the draft model gives less than P
+            spec.draft.p_min = float(config["draft_p_min"])
         if speculation == "synthetic":
             if config.get("synthetic_rates") is not None:
                 spec.synth_rates = [float(r) for r in config["synthetic_rates"]]

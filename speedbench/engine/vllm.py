@@ -67,9 +67,17 @@ def speculative_config(config: EngineConfig, draft: Path | None) -> dict[str, An
     if config.speculation == "none":
         return None
     if config.speculation == "ngram":
-        return {"method": "ngram", "num_speculative_tokens": config.draft_length,
+        spec = {"method": "ngram", "num_speculative_tokens": config.draft_length,
                 "prompt_lookup_max": NGRAM_LOOKUP_MAX, "prompt_lookup_min": NGRAM_LOOKUP_MIN}
-    return {"method": "draft_model", "model": str(draft), "num_speculative_tokens": config.draft_length}
+    else:
+        spec = {"method": "draft_model", "model": str(draft), "num_speculative_tokens": config.draft_length}
+    if config.draft_schedule:
+        from speedbench.engine.draft_schedule import parse_draft_schedule
+        from speedbench.engine.schedule_forms import vllm_schedule
+
+        spec.update(vllm_schedule(parse_draft_schedule(config.draft_schedule, config.draft_length),
+                                  config.draft_length))
+    return spec
 
 
 def served_name(config: EngineConfig) -> str:

@@ -38,8 +38,9 @@ CHANGED["demo", "--no-progress"] = "no progress bars"
 CHANGED["serve", "--draft-length"] = ("speculative tokens per step K (default 4, or the profile's K with "
                                       "--synthetic-from; SGLang draft-tree: the tree's depth)")
 DEFAULT_CHANGED = {("serve", "--draft-length"): None}
-ADDED_FLAGS = {"serve": ["--synthetic-from", "--synthetic-category"],
-               "run": ["--seed-per-prompt", "--retry-errors", "--retry-kinds"],  # issue 30: --retry-*
+# issue 29: variable draft depth served (vLLM's schedule, llama.cpp's --draft-p-min); issue 30: --retry-*
+ADDED_FLAGS = {"serve": ["--synthetic-from", "--synthetic-category", "--draft-schedule", "--draft-p-min"],
+               "run": ["--seed-per-prompt", "--retry-errors", "--retry-kinds"],
                "sweep": ["--retry-errors"]}
 
 
@@ -87,7 +88,7 @@ def now():
 
 
 # Commands added after the baseline was taken (their own tests cover their options).
-ADDED = {"assets", "profile"}
+ADDED = {"assets", "profile", "schedule"}
 
 
 def test_the_same_commands(now):

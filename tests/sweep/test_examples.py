@@ -39,3 +39,16 @@ def test_the_real_deployment_plan(tmp_path, monkeypatch):
     options = units[1].options(plan, "http://127.0.0.1:1")
     assert (options.config, options.sampling.max_tokens, options.sampling.ignore_eos, options.warmup,
             options.model) == ("throughput_1k", 1024, True, 4, "llama-8b")
+
+
+def test_the_local_vllm_schedule_plan(tmp_path, models_dir, monkeypatch):
+    monkeypatch.setenv("SPEEDBENCH_MODELS", str(models_dir))
+    plan = load_plan(EXAMPLES / "vllm-local-schedule.toml")
+    assert [(v.name, v.k, v.baseline, v.schedule) for v in plan.variants] == [
+        ("draft-k1", 1, "baseline", None), ("draft-k2", 2, "baseline", None), ("draft-k3", 3, "baseline", None),
+        ("draft-k4", 4, "baseline", None), ("baseline", 0, None, None),
+        ("draft-schedule", 4, "baseline", "draft-k{k}")]  # the schedule runs last
+    assert "--draft-length 4 --draft-schedule {schedule}" in plan.variant("draft-schedule").command
+    units = plan_units(plan, tmp_path)
+    check_units(plan, units)
+    assert len(units) == 6 * 2  # one workload, two repeats
