@@ -156,6 +156,12 @@ class EngineConfig:
             self.draft_p_min = float(self.draft_p_min)
 
     @property
+    def variable_depth(self) -> dict[str, Any]:
+        """``engine.json``'s top-level ``draft_schedule`` / ``draft_p_min``, the keys the analysis reads to
+        know that K varied (``speedbench.metrics.acceptance.draft_length.declared_variable_draft_length``)."""
+        return {"draft_schedule": self.draft_schedule, "draft_p_min": self.draft_p_min}
+
+    @property
     def launcher(self) -> LocalLauncher:
         """How this engine starts here (its spec's, ``speedbench.engines``)."""
         return engines.get(self.engine).launcher

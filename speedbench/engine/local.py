@@ -229,6 +229,7 @@ class LocalEngine:
             "n_parallel": config.n_parallel,
             "n_ctx": config.total_ctx,
             "models": models,
+            **config.variable_depth,
             "config": asdict(config),
         }
 
@@ -257,5 +258,6 @@ class LocalEngine:
             "n_parallel": config.n_parallel,
             "n_ctx": config.max_model_len,
             "models": models,
+            **config.variable_depth,
             "config": asdict(config),
         }

@@ -99,3 +99,19 @@ def test_sglang_form_pins_one_candidate_step_per_batch_size_slot():
     # slots keyed by the range starts; one candidate each, so the EMA has nothing to move between
     assert form == {"speculative_num_steps": 4, "speculative_adaptive": True, "speculative_adaptive_config": {
         "1": {"candidate_steps": [4]}, "2": {"candidate_steps": [1]}, "8": {"candidate_steps": [0]}}}
+
+
+def test_engine_json_says_that_k_varies():
+    """``describe()`` writes the schedule / p_min at engine.json's top level, where the analysis reads that K
+    varied (per-position rates then null without per-step counts)."""
+    from speedbench.metrics.acceptance.draft_length import declared_variable_draft_length
+
+    scheduled = EngineConfig(engine="vllm", speculation="draft", draft_length=4, draft_schedule="1-1:4,2-64:1")
+    assert scheduled.variable_depth == {"draft_schedule": "1-1:4,2-64:1", "draft_p_min": None}
+    assert declared_variable_draft_length(engine_info=scheduled.variable_depth) == \
+        "the engine ran a draft-length schedule (1-1:4,2-64:1)"
+    shortened = EngineConfig(engine="llamacpp", speculation="draft", draft_p_min=0.9)
+    assert declared_variable_draft_length(engine_info=shortened.variable_depth) == \
+        "the engine ends drafts early below draft_p_min = 0.9"
+    plain = EngineConfig(engine="llamacpp", speculation="draft")
+    assert declared_variable_draft_length(engine_info=plain.variable_depth) is None
