@@ -65,7 +65,9 @@ class EngineSpec:
     flag each acceptance source needs ("engine", "counters"), which ``speedbench run`` warns about;
     verify_steps_are_decode_steps: its statistics' ``verify_steps`` count every decode step (not
     only the drafted ones); chunks_are_engine_steps: its stream says which step each chunk is, so
-    a chunk is one step, never merged; local: ``speedbench serve`` can start it on this machine;
+    a chunk is one step, never merged; drafts_fit_the_budget: each step drafts ``min(K, B - 1)`` tokens,
+    ``B`` the tokens the request may still emit, so the per-step drafted counts follow from its stream
+    (:func:`speedbench.metrics.acceptance.steps.budget_per_step_arrays`); local: ``speedbench serve`` can start it on this machine;
     standin: the tests reproduce it with a stand-in server; aliases: other names ``serve`` accepts;
     launcher: how ``speedbench serve`` starts it (:class:`LocalLauncher`; None: not served here);
     peer_view: the ``NAME`` of the view in ``speedbench.peers`` that is this engine's own benchmark
@@ -80,6 +82,7 @@ class EngineSpec:
     source_flags: dict[str, str] = field(default_factory=dict)
     verify_steps_are_decode_steps: bool = False
     chunks_are_engine_steps: bool = False
+    drafts_fit_the_budget: bool = False
     local: bool = False
     standin: bool = False
     aliases: tuple[str, ...] = ()

@@ -38,6 +38,27 @@ def _counters(url: str) -> dict[str, float]:
     return values
 
 
+def _assert_position_rates(engine: dict, records: list[dict], max_tokens: int, k: int) -> None:
+    """llama.cpp's draft never runs past max_tokens: a step drafts min(K, tokens left - 1), which its
+    own draft_n confirms request by request; the engine source's rate at position i is then counted
+    over the steps that drafted i and accepted every position before it (counted here, by hand)."""
+    reached, hits, histogram = [0] * k, [0] * k, {}
+    for record in records:
+        emitted, drafted_total = record["chunk_tokens"][0], 0
+        for n in record["chunk_tokens"][1:]:
+            drafted = min(k, max_tokens - emitted - 1)
+            drafted_total += drafted
+            histogram[str(drafted)] = histogram.get(str(drafted), 0) + 1
+            for i in range(drafted):
+                reached[i] += n - 1 >= i
+                hits[i] += n - 1 >= i + 1
+            emitted += n
+        assert drafted_total == record["engine_stats"]["raw"]["draft_n"]  # the server's own count
+    assert engine["per_position_null_reason"] is None
+    assert engine["conditional_acceptance_rate"] == pytest.approx([h / r for h, r in zip(hits, reached)], rel=1e-12)
+    assert engine["draft_length_histogram"] == dict(sorted(histogram.items(), key=lambda kv: int(kv[0])))
+
+
 @pytest.fixture(scope="module")
 def llama_server(models_dir):
     from speedbench.engine import EngineConfig, LocalEngine
@@ -127,6 +148,7 @@ def test_run_counts_equal_server_timings_and_counters(llama_server, models_dir, 
         assert engine["tokens_per_decode_step"] == pytest.approx(
             sum(sum(r["chunk_tokens"]) - 1 for r in mine) / decode_steps, rel=1e-12)
         assert counters["num_drafted_steps"] <= decode_steps  # n_draft_verif_steps: drafted steps only
+        _assert_position_rates(engine, mine, max_tokens=48, k=4)
 
     # Multi-turn: turn 2 carries the model's own earlier answers in its prompt.
     turns = sorted((r for r in measured if r["run_point"] == "c1" and r["num_turns"] == 3),

@@ -38,7 +38,7 @@ from speedbench.metrics.acceptance.per_step import (
     variable_draft_length,
     position_counts,
 )
-from speedbench.metrics.acceptance.steps import StepCounts, per_step_arrays, record_steps
+from speedbench.metrics.acceptance.steps import StepCounts, budget_per_step_arrays, per_step_arrays, record_steps
 from speedbench.metrics.validation import MetricInputError
 
 
@@ -70,7 +70,8 @@ def per_step_columns(rows, k: int | None) -> tuple[dict, list[int], int] | None:
     """Per request the position counts and the steps by drafted count (:mod:`.per_step`) from the
     engine's per-step arrays, their drafted tokens, and K (the largest of the engine's K and any step's
     draft); None unless every record has per-step arrays."""
-    arrays = [per_step_arrays(r) for r in rows]
+    # the engine's own arrays (vLLM), else the stream's when the engine's drafts fit the budget (llama.cpp)
+    arrays = [per_step_arrays(r) or budget_per_step_arrays(r, k) for r in rows]
     if not arrays or any(a is None for a in arrays):
         return None
     k_max = max([int(k or 0)] + [max(d, default=0) for d, _ in arrays])
@@ -98,9 +99,11 @@ def _engine_request_table(rows, counts: list[StepCounts], k: int | None) -> tupl
                                      drafted, draft_length=k, per_step=columns, **_common(rows), **decode)
     else:  # llama.cpp: its per-request timings do not say which steps drafted
         table = requests_from_counts([c.decode_steps for c in counts], [c.accepted_tokens for c in counts],
-                                     drafted, draft_length=k, step_kind="decode", **_common(rows), **decode)
-        table.per_position_unknown = ("the engine reports per request only drafted and accepted totals over its "
-                                      "decode steps, not which steps drafted how many tokens")
+                                     drafted, draft_length=k, step_kind="decode", per_step=columns,
+                                     **_common(rows), **decode)
+        if per_step is None:  # not every request's stream adds up to its totals (steps.budget_per_step_arrays)
+            table.per_position_unknown = ("the engine reports per request only drafted and accepted totals over "
+                                          "its decode steps, not which steps drafted how many tokens")
     return table, per_record
 
 

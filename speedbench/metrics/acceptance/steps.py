@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from speedbench import engines
+from speedbench.records import MAX_TOKENS_REASONS
 
 # The names used in results, the report and the board for the two figures.
 AL_DRAFTED = "acceptance_length_drafted"  # 1 + accepted / drafted steps
@@ -173,6 +174,36 @@ def per_step_arrays(record) -> tuple[list[int], list[int]] | None:
     return list(drafted), list(accepted)
 
 
+def budget_per_step_arrays(record, draft_length: int | None) -> tuple[list[int], list[int]] | None:
+    """Per-step ``(drafted, accepted)`` counts rebuilt from the stream, for an engine whose steps draft
+    ``D_j = min(K, B_j - 1)`` tokens (its spec's ``drafts_fit_the_budget``: llama.cpp), ``B_j`` the tokens
+    the request may still emit before step ``j``: step ``j`` is the ``j``-th token-carrying chunk after
+    the prefill's lone token and accepted ``t_j - 1``. The budget is the output length when
+    ``max_tokens`` ended the request, else unbounded (every step drafts K).
+
+    None unless the rebuilt counts add up to the engine's own drafted and accepted totals, so a draft
+    ended early for any other reason (llama.cpp's ``draft p_min``, the context) leaves them unknown."""
+    stats = record.engine_stats
+    spec = engines.of_source(getattr(stats, "source", None))
+    if not draft_length or spec is None or not spec.drafts_fit_the_budget or not record.chunks_are_steps:
+        return None
+    if stats.draft_tokens is None or stats.accepted_tokens is None:
+        return None
+    chunks = [int(t) for t in record.chunk_tokens or () if t > 0]
+    if len(chunks) < 2 or chunks[0] != 1:
+        return None
+    budget = record.output_tokens if (record.finish_reason or "").lower() in MAX_TOKENS_REASONS else None
+    k, emitted, drafted = int(draft_length), 1, []
+    for tokens in chunks[1:]:
+        drafted.append(k if budget is None else max(0, min(k, int(budget) - emitted - 1)))
+        emitted += tokens
+    accepted = [t - 1 for t in chunks[1:]]
+    if sum(drafted) != int(stats.draft_tokens) or sum(accepted) != int(stats.accepted_tokens) \
+            or any(a > d for d, a in zip(drafted, accepted)):
+        return None
+    return drafted, accepted
+
+
 def tokens_per_decode_step(decode_tokens, decode_steps) -> np.ndarray:
     """``(T - 1) / D`` summed over requests; NaN where there are no decode steps."""
     t = np.asarray(decode_tokens, dtype=np.float64)
@@ -181,5 +212,6 @@ def tokens_per_decode_step(decode_tokens, decode_steps) -> np.ndarray:
         return t / d
 
 
-__all__ = ["AL_DRAFTED", "TOKENS_PER_DECODE_STEP", "StepCounts", "derive_decode_steps", "per_step_arrays",
+__all__ = ["AL_DRAFTED", "TOKENS_PER_DECODE_STEP", "StepCounts", "budget_per_step_arrays", "derive_decode_steps",
+           "per_step_arrays",
            "placeholder_step", "record_steps", "tokens_per_decode_step"]
