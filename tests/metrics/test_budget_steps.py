@@ -70,3 +70,16 @@ def test_rates_null_with_the_reason_when_one_request_does_not_add_up():
     engine = record_acceptance(records, K, num_resamples=0).engine
     assert engine.conditional_acceptance_rate is None
     assert "not which steps drafted how many tokens" in engine.per_position_null_reason
+
+
+def test_counters_with_no_draft_give_no_position_rates():
+    """A server that drafted nothing (a schedule of K = 0 everywhere) has per-position counters of 0 over 0
+    drafts: nothing is known of any position, so the rates are null with the reason, never 0.0."""
+    from speedbench.metrics.acceptance.counters import acceptance_from_counters
+
+    summary = acceptance_from_counters([0], [0], [0], [[0, 0, 0, 0]], draft_length=4)
+    assert summary.conditional_acceptance_rate is None and summary.marginal_acceptance_rate is None
+    assert "0 drafts" in summary.per_position_null_reason
+    # one drafted step of 4 that accepted 2: the rates are there (1, 1, 0, 0 as marginals P(>= i))
+    summary = acceptance_from_counters([1], [4], [2], [[1, 1, 0, 0]], draft_length=4)
+    assert summary.marginal_acceptance_rate == pytest.approx([1.0, 1.0, 0.0, 0.0])

@@ -102,11 +102,14 @@ def _counter_summary(drafts: int, tokens: int, accepted: int, per_position: np.n
     if unknown is not None:
         unknown = unknown.replace("the engine reported no per-step drafted counts",
                                   "the counters count accepted-at-position-i over every draft")
-    if per_position is not None and unknown is not None:
+    if per_position is not None and drafts == 0:  # no step drafted a position: nothing is known of any
+        k = int(per_position.size)
+        unknown = "no drafted step was counted (0 drafts), so no position was drafted"
+    elif per_position is not None and unknown is not None:
         k = int(per_position.size)
     elif per_position is not None:
         k = int(per_position.size)
-        marginal = per_position / drafts if drafts > 0 else np.zeros(k)
+        marginal = per_position / drafts
         conditional = conditional_from_marginal(marginal)
     elif drafts > 0 and tokens % drafts == 0:
         k = tokens // drafts  # every drafted step proposes K tokens
@@ -119,5 +122,5 @@ def _counter_summary(drafts: int, tokens: int, accepted: int, per_position: np.n
         mean_acceptance_rate=finite_or_none(mean_acceptance_rate(accepted, tokens)), draft_length=k,
         num_steps=drafts, num_accepted_tokens=accepted, num_draft_tokens=tokens, checks_failed=checks,
         step_kind="drafted", acceptance_length_drafted=finite_or_none(al), num_drafted_steps=drafts,
-        per_position_null_reason=unknown, variable_draft_length=True if unknown else None,
+        per_position_null_reason=unknown, variable_draft_length=True if unknown and drafts else None,
         **{**_NO_REQUESTS, "warnings": []})
