@@ -11,7 +11,7 @@ from collections import OrderedDict
 from collections.abc import Iterable
 
 from speedbench.leaderboard.lossless import lossless_cell
-from speedbench.leaderboard.metrics_doc import BoardMetrics, BoardPoint, PairedComparison
+from speedbench.leaderboard.metrics_doc import BoardMetrics, BoardPoint, MetricsShapeError, PairedComparison
 from speedbench.leaderboard.phases import phase_cells
 from speedbench.leaderboard.recompute import compare_runs, finite
 from speedbench.leaderboard.store import Entry, LeaderboardStore
@@ -54,7 +54,10 @@ def _warnings_cell(warnings) -> str:
 
 def entry_row(entry: Entry) -> dict:
     """The flat board row of one entry: a fixed, bounded set of keys whatever the entry holds."""
-    meta, metrics = entry.metadata, BoardMetrics.read(entry.metrics)
+    problems: list[str] = []
+    meta, metrics = entry.metadata, BoardMetrics.read(entry.metrics, problems)
+    if problems:  # shown as an error row (safe_rows): a damaged document is not shown as empty figures
+        raise MetricsShapeError("; ".join(problems))
     acceptance = metrics.acceptance
     ci = acceptance.ci
     row = {key: meta.get(key) for key in IDENTITY_KEYS if key != "id"}

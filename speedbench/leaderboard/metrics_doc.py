@@ -9,6 +9,11 @@ an object is left out, and a figure keeps whatever value was stored (the board's
 a finite number or empty, ``speedbench.leaderboard.board._round``). Keys a class does not declare
 are ignored: the board does not show them.
 
+What was damaged is not hidden, though: ``read(data, problems)`` appends to ``problems`` each
+section whose shape is wrong (an object section that is neither an object nor empty, a list that
+is not a list of objects, a CI that is not two values), and the board shows such an entry as an
+error row (``board.safe_rows``), as it did when it read the dicts by key and one of them raised.
+
 Adding a field: declare it on the class (``Any`` with default ``None`` for a figure, a
 :class:`Doc` subclass, ``list[Doc]`` or ``dict[str, Doc]`` for a nested object); the recompute puts
 it in the dict it builds; the board reads the attribute.
@@ -19,6 +24,10 @@ import dataclasses
 import typing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, get_args, get_origin
+
+
+class MetricsShapeError(ValueError):
+    """A stored metrics document with a section of the wrong shape (the message names it)."""
 
 
 @dataclass
@@ -34,22 +43,45 @@ class Doc:
             Doc._HINTS[cls] = {f.name: hints[f.name] for f in dataclasses.fields(cls)}
         return Doc._HINTS[cls]
 
+    _PAIRS: ClassVar[tuple[str, ...]] = ()  # the CI fields: two values, or empty
+
     @classmethod
-    def read(cls, data: Any):
-        """The object's declared fields (an empty object when ``data`` is not a JSON object)."""
+    def read(cls, data: Any, problems: list[str] | None = None, where: str = "metrics") -> Any:
+        """The object's declared fields (an empty object when ``data`` is not a JSON object); the
+        sections of the wrong shape are appended to ``problems`` when given."""
+        problems = [] if problems is None else problems
+        if data and not isinstance(data, dict):  # an empty value ([], "", null) is an empty section
+            problems.append(f"{where}: not an object")
         data = data if isinstance(data, dict) else {}
-        return cls(**{name: _lenient(data[name], kind) for name, kind in cls._fields().items() if name in data})
+        for name in cls._PAIRS:
+            ci = data.get(name)
+            if ci and (not isinstance(ci, (list, str)) or len(ci) < 2):
+                problems.append(f"{where}.{name}: not two values")
+        return cls(**{name: _lenient(data[name], kind, problems, f"{where}.{name}")
+                      for name, kind in cls._fields().items() if name in data})
 
 
-def _lenient(value: Any, kind: Any) -> Any:
+def _objects(value: Any) -> bool:
+    """Whether iterating ``value`` gives only objects (an empty list, object or text gives none)."""
+    return isinstance(value, (list, dict, str)) and all(isinstance(item, dict) for item in value)
+
+
+def _lenient(value: Any, kind: Any, problems: list[str], where: str) -> Any:
     """``value`` read as ``kind``: nested objects parsed, wrong containers empty, figures as stored."""
     origin, args = get_origin(kind), get_args(kind)
     if isinstance(kind, type) and issubclass(kind, Doc):
-        return kind.read(value)
+        return kind.read(value, problems, where)
     if origin is list and args and issubclass(args[0], Doc):
-        return [args[0].read(item) for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+        if not _objects(value):
+            problems.append(f"{where}: not a list of objects")
+        return [args[0].read(item, problems, f"{where}[{i}]") for i, item in enumerate(value)
+                if isinstance(item, dict)] if isinstance(value, list) else []
     if origin is dict and len(args) == 2 and issubclass(args[1], Doc):
-        return {k: args[1].read(v) for k, v in value.items() if isinstance(v, dict)} if isinstance(value, dict) else {}
+        if value and not isinstance(value, dict):
+            problems.append(f"{where}: not an object")
+        # a category whose figures are not an object is not shown (the others are)
+        return {k: args[1].read(v, problems, f"{where}.{k}") for k, v in value.items()
+                if isinstance(v, dict)} if isinstance(value, dict) else {}
     return value
 
 
@@ -65,6 +97,7 @@ class CategoryAL(Doc):
     acceptance_length: Any = None
     acceptance_length_ci: Any = None
     acceptance_length_request_weighted: Any = None
+    _PAIRS: ClassVar[tuple[str, ...]] = ("acceptance_length_ci",)
 
     @property
     def ci(self) -> tuple[Any, Any]:
@@ -121,6 +154,7 @@ class PairedAL(Doc):
     difference: Any = None
     difference_ci: Any = None
     num_paired: Any = None
+    _PAIRS: ClassVar[tuple[str, ...]] = ("difference_ci",)
 
     @property
     def ci(self) -> tuple[Any, Any]:

@@ -71,17 +71,39 @@ def test_damaged_values_are_empty_cells():
         "submitted": "2026-12-01", "trust": "self-reported", "warnings": "", "lossless": ""}
 
 
-def test_wrongly_typed_sections_read_as_empty():
-    """A section of the wrong JSON type reads as empty (the row shows no figures) and never raises."""
-    empty_row = {**IDENTITY, "id": "sb-1", "al": None, "al_ci_low": None, "al_ci_high": None,
-                 "al_request_weighted": None, "isls": [], "client_lagged": None, "submitted": "2026-12-01",
-                 "trust": "self-reported", "warnings": "", "lossless": ""}
-    for metrics in ({"acceptance": [1, 2], "points": None, "speedup": "oops", "losslessness": 3, "phases": []},
-                    {"acceptance": {"per_category": [1]}, "points": {"role": "sd"}, "speedup": [1, None]},
-                    {"points": ["not a point", None]}, {}):
-        assert board.entry_row(entry(metrics)) == empty_row
-    parsed = BoardMetrics.read("not an object")
-    assert (parsed.acceptance.per_category, parsed.points, parsed.speedup, parsed.phases) == ({}, [], [], None)
+def test_an_entry_without_figures_renders_empty_cells():
+    assert board.entry_row(entry({"acceptance": None, "points": [], "speedup": [], "phases": []})) == {
+        **IDENTITY, "id": "sb-1", "al": None, "al_ci_low": None, "al_ci_high": None, "al_request_weighted": None,
+        "isls": [], "client_lagged": None, "submitted": "2026-12-01", "trust": "self-reported", "warnings": "",
+        "lossless": ""}
+
+
+def test_wrongly_shaped_sections_read_as_empty_and_make_an_error_row():
+    """The lenient read never raises; the sections of the wrong shape are named, and the board
+    shows such an entry as an error row (as it did when reading the dicts raised)."""
+    cases = [
+        ({"acceptance": [1, 2]}, ["metrics.acceptance: not an object"]),
+        ({"acceptance": {"acceptance_length_ci": [2.0], "per_category": [1]}},
+         ["metrics.acceptance.acceptance_length_ci: not two values", "metrics.acceptance.per_category: not an object"]),
+        ({"acceptance": {"per_category": {"qa": {"acceptance_length_ci": 3}}}},
+         ["metrics.acceptance.per_category.qa.acceptance_length_ci: not two values"]),
+        ({"points": None, "speedup": "oops"},
+         ["metrics.points: not a list of objects", "metrics.speedup: not a list of objects"]),
+        ({"points": [{"role": "sd"}, "not a point"], "speedup": {"isl": "1k"}},
+         ["metrics.points: not a list of objects", "metrics.speedup: not a list of objects"]),
+    ]
+    for metrics, expected in cases:
+        problems = []
+        parsed = BoardMetrics.read(metrics, problems)
+        assert problems == expected
+        assert parsed.speedup == [] and parsed.acceptance.ci == (None, None)
+        assert all(c.ci == (None, None) for c in parsed.acceptance.per_category.values())
+        assert [p.role for p in parsed.points] == (["sd"] if "not a point" in str(metrics) else [])
+        assert board.safe_rows([entry(metrics)]) == [
+            {"id": "sb-1", "model": "(entry not shown: MetricsShapeError)", "trust": "error", "isls": [],
+             "warnings": ""}]
+    assert board.pareto_points([entry({"points": [{"role": "sd", "isl": "1k", "output_tps": 5.0,
+                                                   "user_tps_p50": 4.0, "concurrency": 1}, 7]})])[0]["output_tps"] == 5.0
 
 
 def test_pareto_points_read_the_typed_points():
