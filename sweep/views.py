@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from speedbench.report.rows import PointRow, PositionRateRow, ReportRow, SpeedupRow, read_rows
 from speedbench.sweep.choice import choose
 from speedbench.sweep.plan import Plan
 from speedbench.sweep.schedule_view import schedule_rows, served_schedules
@@ -34,20 +36,42 @@ def _median(values: list[float]) -> float | None:
     return float(np.median(values)) if values else None
 
 
-def _tag(row: dict, unit: Unit) -> dict:
-    return {"variant": unit.variant.name, "workload": unit.workload.name, "repeat": unit.repeat, **row}
+@dataclass
+class SweepPoint(PointRow):
+    """A report point row tagged with its plan unit (the keys ``_tag`` puts first)."""
+
+    variant: str = ""
+    workload: str = ""
+    repeat: int = 0
+
+
+@dataclass
+class DeclaredPair(SpeedupRow):
+    """A speedup row of ``declared_pairs``: a variant against the baseline it declared."""
+
+    variant: str = ""
+    baseline: str = ""
+    workload: str = ""
+    repeat: int = 0
+
+
+def _tag(row: ReportRow, unit: Unit) -> dict:
+    return {"variant": unit.variant.name, "workload": unit.workload.name, "repeat": unit.repeat, **row.to_dict()}
 
 
 def sweep_views(plan: Plan, units: list[Unit], data) -> dict[str, Any]:
     by_run = {u.unit_id: u for u in units}
-    points = [_tag(r, by_run[r["run"]]) for r in data.points if r["run"] in by_run]
+    points = [SweepPoint.from_dict(_tag(r, by_run[r.run]), "sweep point")
+              for r in read_rows(PointRow, data.points, "points") if r.run in by_run]
     return {
         "variants": variant_rows(plan, units, data),
-        "acceptance": [_tag(r, by_run[r["run"]]) for r in data.acceptance if r["run"] in by_run],
-        "position_rates": position_rate_rows(data.position_rates, by_run),
-        "speedup": declared_pairs(data.speedup, by_run),
+        "acceptance": [_tag(r, by_run[r.run]) for r in read_rows(ReportRow, data.acceptance, "acceptance")
+                       if r.run in by_run],
+        "position_rates": position_rate_rows(read_rows(PositionRateRow, data.position_rates, "position_rates"), by_run),
+        "speedup": declared_pairs(read_rows(SpeedupRow, data.speedup, "speedup"), by_run),
         # measured and Appendix-G speedup per category (speedbench.report.category_speedup)
-        "speedup_by_category": declared_pairs(data.speedup_by_category, by_run),
+        "speedup_by_category": declared_pairs(read_rows(SpeedupRow, data.speedup_by_category, "speedup_by_category"),
+                                              by_run),
         "best_draft_length": best_draft_rows(plan, points),
         "random_vs_real": random_vs_real(points),
         "pareto": pareto_points(plan, points),
@@ -56,23 +80,25 @@ def sweep_views(plan: Plan, units: list[Unit], data) -> dict[str, Any]:
     }
 
 
-def position_rate_rows(report_rows: list[dict], by_run: dict[str, Unit]) -> list[dict]:
+def position_rate_rows(report_rows: list[PositionRateRow], by_run: dict[str, Unit]) -> list[dict]:
     """The report's conditional acceptance per draft position, one row per run, point, category
     and source with ``AR_<i>`` for position i (a category whose steps never reached position i
     has no rate there)."""
     rows: dict[tuple, dict] = {}
     for r in report_rows:
-        if r["run"] not in by_run:
+        if r.run not in by_run:
             continue
-        key = (r["run"], r["point"], r["category"], r["source"])
-        row = rows.setdefault(key, _tag({"run": r["run"], "point": r["point"], "category": r["category"],
-                                         "source": r["source"]}, by_run[r["run"]]))
-        row[f"AR_{r['position']}"] = r["conditional_acceptance_rate"]
+        key = (r.run, r.point, r.category, r.source)
+        unit = by_run[r.run]
+        row = rows.setdefault(key, {"variant": unit.variant.name, "workload": unit.workload.name,
+                                    "repeat": unit.repeat, "run": r.run, "point": r.point, "category": r.category,
+                                    "source": r.source})
+        row[f"AR_{r.position}"] = r.conditional_acceptance_rate
     return list(rows.values())
 
 
 def variant_rows(plan: Plan, units: list[Unit], data) -> list[dict]:
-    present = {r["run"] for r in data.runs}
+    present = {r.run for r in read_rows(ReportRow, data.runs, "runs")}
     rows = []
     for v in plan.variants:
         mine = [u for u in units if u.variant == v]
@@ -82,28 +108,29 @@ def variant_rows(plan: Plan, units: list[Unit], data) -> list[dict]:
     return rows
 
 
-def declared_pairs(speedup_rows: list[dict], by_run: dict[str, Unit]) -> list[dict]:
+def declared_pairs(speedup_rows: list[SpeedupRow], by_run: dict[str, Unit]) -> list[dict]:
     """The report's speedup rows of each variant against the baseline it declared, same workload
     and repeat (the report pairs every SD run with every baseline on the same config)."""
     rows = []
     for row in speedup_rows:
-        sd, base = by_run.get(row["sd_run"]), by_run.get(row["baseline_run"])
+        sd, base = by_run.get(row.sd_run), by_run.get(row.baseline_run)
         if sd is None or base is None or sd.variant.baseline != base.variant.name:
             continue
         if sd.workload != base.workload or sd.repeat != base.repeat:
             continue
         rows.append({"variant": sd.variant.name, "baseline": base.variant.name, "workload": sd.workload.name,
-                     "repeat": sd.repeat, **row})
+                     "repeat": sd.repeat, **row.to_dict()})
     return rows
 
 
 def speedup_medians(pairs: list[dict]) -> list[dict]:
-    groups: dict[tuple, list[dict]] = defaultdict(list)
-    for row in pairs:
-        groups[(row["workload"], row["variant"], row["baseline"], row["concurrency"])].append(row)
+    """Medians over repeats of the ``declared_pairs`` rows (as the sweep's views hold them)."""
+    groups: dict[tuple, list[DeclaredPair]] = defaultdict(list)
+    for row in (DeclaredPair.from_dict(p, f"sweep speedup[{i}]") for i, p in enumerate(pairs)):
+        groups[(row.workload, row.variant, row.baseline, row.concurrency)].append(row)
     return [{"workload": w, "variant": v, "baseline": b, "concurrency": c, "repeats": len(rows),
-             "measured_speedup_median": _median([r["measured_speedup"] for r in rows]),
-             "estimated_speedup_median": _median([r["estimated_speedup"] for r in rows])}
+             "measured_speedup_median": _median([r.measured_speedup for r in rows]),
+             "estimated_speedup_median": _median([r.estimated_speedup for r in rows])}
             for (w, v, b, c), rows in sorted(groups.items(), key=lambda item: (item[0][0], item[0][1], item[0][3]))]
 
 
@@ -128,13 +155,13 @@ def draft_families(plan: Plan) -> list[list]:
     return split
 
 
-def best_draft_rows(plan: Plan, points: list[dict]) -> list[dict]:
+def best_draft_rows(plan: Plan, points: list[SweepPoint]) -> list[dict]:
     """Per workload, draft family (``draft_families``) and concurrency: the K with the highest
     median output TPS, the baseline competing as K = 0."""
     tps: dict[tuple, list[float]] = defaultdict(list)
     for row in points:
-        if row.get("requested_concurrency") and row.get("output_tps"):
-            tps[(row["workload"], row["variant"], row["requested_concurrency"])].append(row["output_tps"])
+        if row.requested_concurrency and row.output_tps:
+            tps[(row.workload, row.variant, row.requested_concurrency)].append(row.output_tps)
     rows = []
     for members in draft_families(plan):
         method, drafter, baseline = members[0].method, members[0].drafter, members[0].baseline
@@ -161,48 +188,56 @@ def best_draft_rows(plan: Plan, points: list[dict]) -> list[dict]:
     return rows
 
 
-def random_vs_real(points: list[dict]) -> list[dict]:
+@dataclass(frozen=True)
+class _Medians:
+    """Medians over the repeats of one variant, bucket, concurrency and kind (random or real text)."""
+
+    output_tps: float | None
+    user_tps: float | None
+    config: str
+
+
+def random_vs_real(points: list[SweepPoint]) -> list[dict]:
     """Per variant, length bucket and concurrency: random-token vs real-text output TPS (medians
     over repeats) and the overestimate ``random / real - 1`` (the paper measured +23% with SD)."""
-    medians: dict[tuple, dict] = {}
-    grouped: dict[tuple, list[dict]] = defaultdict(list)
+    medians: dict[tuple, dict[str, _Medians]] = {}
+    grouped: dict[tuple, list[SweepPoint]] = defaultdict(list)
     for row in points:
-        bucket = _bucket(row["dataset_config"])
-        if bucket and row.get("requested_concurrency"):
-            kind = "random" if row["dataset_config"].startswith(RANDOM_PREFIX) else "real"
-            grouped[(row["variant"], bucket, row["requested_concurrency"], kind)].append(row)
+        bucket = _bucket(row.dataset_config)
+        if bucket and row.requested_concurrency:
+            kind = "random" if row.dataset_config.startswith(RANDOM_PREFIX) else "real"
+            grouped[(row.variant, bucket, row.requested_concurrency, kind)].append(row)
     for (variant, bucket, level, kind), rows in grouped.items():
-        medians.setdefault((variant, bucket, level), {})[kind] = {
-            "output_tps": _median([r["output_tps"] for r in rows]),
-            "user_tps": _median([r["user_tps_mean"] for r in rows]),
-            "config": rows[0]["dataset_config"], "repeats": len(rows)}
+        medians.setdefault((variant, bucket, level), {})[kind] = _Medians(
+            _median([r.output_tps for r in rows]), _median([r.user_tps_mean for r in rows]), rows[0].dataset_config)
     out = []
     for (variant, bucket, level), kinds in sorted(medians.items()):
-        if "random" not in kinds or "real" not in kinds:
+        random, real = (kinds.get(kind) for kind in ("random", "real"))
+        if random is None or real is None:
             continue
-        random_tps, real_tps = kinds["random"]["output_tps"], kinds["real"]["output_tps"]
         out.append({"variant": variant, "isl_bucket": bucket, "concurrency": level,
-                    "random_config": kinds["random"]["config"], "real_config": kinds["real"]["config"],
-                    "output_tps_random": random_tps, "output_tps_real": real_tps,
-                    "overestimate": (random_tps / real_tps - 1) if random_tps and real_tps else None,
-                    "user_tps_random": kinds["random"]["user_tps"], "user_tps_real": kinds["real"]["user_tps"]})
+                    "random_config": random.config, "real_config": real.config,
+                    "output_tps_random": random.output_tps, "output_tps_real": real.output_tps,
+                    "overestimate": (random.output_tps / real.output_tps - 1)
+                    if random.output_tps and real.output_tps else None,
+                    "user_tps_random": random.user_tps, "user_tps_real": real.user_tps})
     return out
 
 
-def pareto_points(plan: Plan, points: list[dict]) -> list[dict]:
+def pareto_points(plan: Plan, points: list[SweepPoint]) -> list[dict]:
     """Per workload, variant and concurrency: output TPS per GPU vs per-user TPS (medians over repeats)."""
     gpus = {v.name: v.gpus for v in plan.variants}
     speculative = {v.name: v.speculative for v in plan.variants}
-    grouped: dict[tuple, list[dict]] = defaultdict(list)
+    grouped: dict[tuple, list[SweepPoint]] = defaultdict(list)
     for row in points:
-        level = row.get("requested_concurrency") or row.get("request_rate")
-        grouped[(row["workload"], row["dataset_config"], row["variant"], level)].append(row)
+        level = row.requested_concurrency or row.request_rate
+        grouped[(row.workload, row.dataset_config, row.variant, level)].append(row)
     out = []
     for (w, config, v, level), rows in sorted(grouped.items(), key=lambda i: (i[0][0], i[0][2], i[0][3] or 0)):
-        output_tps = _median([r["output_tps"] for r in rows])  # None: not measured, never written as 0
-        closed = rows[0].get("requested_concurrency") is not None
+        output_tps = _median([r.output_tps for r in rows])  # None: not measured, never written as 0
+        closed = rows[0].requested_concurrency is not None
         out.append({"workload": w, "dataset_config": config, "variant": v, "speculative": speculative[v],
                     "load": level, "load_label": f"c={level:g}" if closed else f"{level:g}/s",
                     "output_tps_per_gpu": None if output_tps is None else output_tps / gpus[v],
-                    "user_tps": _median([r["user_tps_mean"] for r in rows]), "repeats": len(rows)})
+                    "user_tps": _median([r.user_tps_mean for r in rows]), "repeats": len(rows)})
     return out

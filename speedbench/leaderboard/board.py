@@ -11,6 +11,13 @@ from collections import OrderedDict
 from collections.abc import Iterable
 
 from speedbench.leaderboard.lossless import lossless_cell
+from speedbench.leaderboard.metrics_doc import (
+    BoardAcceptance,
+    BoardMetrics,
+    BoardPoint,
+    MetricsShapeError,
+    PairedComparison,
+)
 from speedbench.leaderboard.phases import phase_cells
 from speedbench.leaderboard.recompute import compare_runs, finite
 from speedbench.leaderboard.store import Entry, LeaderboardStore
@@ -51,15 +58,15 @@ def _warnings_cell(warnings) -> str:
     return ", ".join(codes)
 
 
-def k_label(draft_length, acceptance: dict) -> str:
+def k_label(draft_length, acceptance: BoardAcceptance) -> str:
     """The K column: the submitted K, or ``"dynamic 1-4"`` when the recomputed acceptance saw the draft
     length vary (the smallest and largest K that drafted, from its histogram; ``"dynamic, max 4"``
     when only the totals say it varied)."""
     k = _round(draft_length, 0)
     shown = "" if k is None else str(int(k))
-    if acceptance.get("variable_draft_length") is not True:
+    if acceptance.variable_draft_length is not True:
         return shown
-    histogram = acceptance.get("draft_length_histogram")
+    histogram = acceptance.draft_length_histogram
     ks = sorted(int(key) for key in histogram if str(key).isdigit() and int(key) > 0) \
         if isinstance(histogram, dict) else []
     if ks:
@@ -69,39 +76,41 @@ def k_label(draft_length, acceptance: dict) -> str:
 
 def entry_row(entry: Entry) -> dict:
     """The flat board row of one entry: a fixed, bounded set of keys whatever the entry holds."""
-    meta, metrics = entry.metadata, entry.metrics
-    acceptance = metrics.get("acceptance") or {}
-    ci = acceptance.get("acceptance_length_ci") or [None, None]
+    problems: list[str] = []
+    meta, metrics = entry.metadata, BoardMetrics.read(entry.metrics, problems)
+    if problems:  # shown as an error row (safe_rows): a damaged document is not shown as empty figures
+        raise MetricsShapeError("; ".join(problems))
+    acceptance = metrics.acceptance
+    ci = acceptance.ci
     row = {key: meta.get(key) for key in IDENTITY_KEYS if key != "id"}
     for key in ("model", "model_family", "drafter", "sd_method", "engine", "engine_version", "gpu"):
         row[key] = _text(row[key])
     row["k"] = k_label(row["draft_length"], acceptance)
     row["draft_length"], row["temperature"] = _round(row["draft_length"], 0), _round(row["temperature"], 3)
     row["id"] = entry.id
-    row["al"] = _round(acceptance.get("acceptance_length"))
+    row["al"] = _round(acceptance.acceptance_length)
     row["al_ci_low"], row["al_ci_high"] = _round(ci[0]), _round(ci[1])
-    row["al_request_weighted"] = _round(acceptance.get("acceptance_length_request_weighted"))
-    per_category = acceptance.get("per_category") or {}
+    row["al_request_weighted"] = _round(acceptance.acceptance_length_request_weighted)
     for category in CATEGORY_ORDER:
-        figures = per_category.get(category)
-        if not isinstance(figures, dict):
+        figures = acceptance.per_category.get(category)
+        if figures is None:
             continue
-        cat_ci = figures.get("acceptance_length_ci") or [None, None]
-        row[f"al_{category}"] = _round(figures.get("acceptance_length"))
+        cat_ci = figures.ci
+        row[f"al_{category}"] = _round(figures.acceptance_length)
         row[f"al_{category}_ci_low"], row[f"al_{category}_ci_high"] = _round(cat_ci[0]), _round(cat_ci[1])
-    isls = {p.get("isl") for p in metrics.get("points", []) if p.get("role") == "sd" and p.get("isl") in ISL_ORDER}
-    for speedup in metrics.get("speedup", []):
-        isl, value = speedup.get("isl"), _round(speedup.get("speedup_measured"))
+    isls = {p.isl for p in metrics.points if p.role == "sd" and p.isl in ISL_ORDER}
+    for speedup in metrics.speedup:
+        isl, value = speedup.isl, _round(speedup.speedup_measured)
         if isl in ISL_ORDER and value is not None and value > (row.get(speedup_key(isl)) or float("-inf")):
             row[speedup_key(isl)] = value
-            row[f"{speedup_key(isl)}_at"] = _round(speedup.get("concurrency"), 0)
+            row[f"{speedup_key(isl)}_at"] = _round(speedup.concurrency, 0)
     row["isls"] = [i for i in ISL_ORDER if i in isls]
-    row["client_lagged"] = _worst_client_lag(metrics.get("points"))
+    row["client_lagged"] = _worst_client_lag(metrics.points)
     row["submitted"] = _text(entry.submitted_at)[:10]
     row["trust"] = entry.trust
     row["warnings"] = _warnings_cell(entry.warnings)
-    row["lossless"] = lossless_cell(metrics.get("losslessness"))
-    row.update(phase_cells(metrics.get("phases")))  # per-phase AL, where the bundle named a boundary
+    row["lossless"] = lossless_cell(metrics.losslessness)
+    row.update(phase_cells(metrics.phases))  # per-phase AL, where the bundle named a boundary
     return row
 
 
@@ -111,12 +120,11 @@ def lagged_percent(share) -> float | None:
     return None if value is None else math.floor(value * 1000 + 1e-9) / 10
 
 
-def _worst_client_lag(points) -> float | None:
+def _worst_client_lag(points: list[BoardPoint]) -> float | None:
     """The largest client-lagged share over the entry's load points, as a percentage: the requests
     whose decode timing was the busy client's, left out of that point's latency figures (the board
     refuses a bundle above MAX_CLIENT_LAGGED_SHARE at any point, rule ``client.lag``)."""
-    shares = [lagged_percent(p.get("client_lagged_share")) for p in (points if isinstance(points, list) else [])
-              if isinstance(p, dict)]
+    shares = [lagged_percent(p.client_lagged_share) for p in points]
     shares = [s for s in shares if s is not None]
     return max(shares) if shares else None
 
@@ -205,17 +213,16 @@ def pareto_points(entries: Iterable[Entry], isl: str | None = None) -> list[dict
 
     out = []
     for entry in entries:
-        stored = entry.metrics.get("points")
-        points = [p for p in (stored if isinstance(stored, list) else []) if isinstance(p, dict)
-                  and p.get("role") == "sd" and p.get("isl") in ISL_ORDER and (isl is None or p["isl"] == isl)
-                  and _round(p.get("user_tps_p50")) is not None and _round(p.get("output_tps")) is not None]
+        points = [p for p in BoardMetrics.read(entry.metrics).points
+                  if p.role == "sd" and p.isl in ISL_ORDER and (isl is None or p.isl == isl)
+                  and _round(p.user_tps_p50) is not None and _round(p.output_tps) is not None]
         if not points:
             continue
-        frontier = set(pareto_frontier([p["user_tps_p50"] for p in points], [p["output_tps"] for p in points]).tolist())
+        frontier = set(pareto_frontier([p.user_tps_p50 for p in points], [p.output_tps for p in points]).tolist())
         for i, p in enumerate(points):
-            out.append({"entry": f"{entry.id} ({p['isl']})", "user_tps": p["user_tps_p50"],
-                        "output_tps": p["output_tps"], "concurrency": p["concurrency"],
-                        "client_lagged_pct": lagged_percent(p.get("client_lagged_share")),
+            out.append({"entry": f"{entry.id} ({p.isl})", "user_tps": p.user_tps_p50,
+                        "output_tps": p.output_tps, "concurrency": p.concurrency,
+                        "client_lagged_pct": lagged_percent(p.client_lagged_share),
                         "on_frontier": i in frontier})
     return sorted(out, key=lambda p: (p["entry"], p["concurrency"] or 0))
 
@@ -295,10 +302,10 @@ def paired_differences(store: LeaderboardStore, entries: list[Entry], admission=
     for other in entries[1:]:
         result = _pair(store, ref, other, admission)
         for category, comparison in result.items():
-            diff = comparison["acceptance_length"]
-            ci = diff.get("difference_ci") or [None, None]
+            diff = PairedComparison.read(comparison).acceptance_length
+            ci = diff.ci
             out.append({"reference": ref.id, "entry": other.id, "category": category,
-                        "al_reference": _round(diff.get("value_a")), "al_entry": _round(diff.get("value_b")),
-                        "difference": _round(diff.get("difference")), "ci_low": _round(ci[0]),
-                        "ci_high": _round(ci[1]), "paired_prompts": diff.get("num_paired")})
+                        "al_reference": _round(diff.value_a), "al_entry": _round(diff.value_b),
+                        "difference": _round(diff.difference), "ci_low": _round(ci[0]),
+                        "ci_high": _round(ci[1]), "paired_prompts": diff.num_paired})
     return out

@@ -2,9 +2,12 @@
 random vs real, Pareto medians; expected values written out by hand."""
 from __future__ import annotations
 
+import dataclasses
+
+from speedbench.report.rows import PositionRateRow, SpeedupRow
 from speedbench.sweep.plan import load_plan
 from speedbench.sweep.units import plan_units
-from speedbench.sweep.views import best_draft_rows, declared_pairs, pareto_points, random_vs_real
+from speedbench.sweep.views import SweepPoint, best_draft_rows, declared_pairs, pareto_points, random_vs_real
 from tests.sweep.conftest import write_plan
 
 
@@ -48,8 +51,10 @@ def _plan(tmp_path):
 
 
 def _row(variant, workload, repeat, config, c, tps, user=10.0):
-    return {"variant": variant, "workload": workload, "repeat": repeat, "dataset_config": config,
-            "requested_concurrency": c, "request_rate": None, "output_tps": tps, "user_tps_mean": user}
+    return SweepPoint.from_dict({"variant": variant, "workload": workload, "repeat": repeat,
+                                 "run": f"{variant}.{workload}.r{repeat}", "dataset_config": config,
+                                 "requested_concurrency": c, "request_rate": None, "output_tps": tps,
+                                 "user_tps_mean": user})
 
 
 def test_best_k_per_method_family_with_the_baseline_as_k0(tmp_path):
@@ -76,7 +81,9 @@ def test_declared_pairs_random_vs_real_and_pareto(tmp_path):
     speedup = [{"sd_run": "eagle-k2.throughput_8k.r1", "baseline_run": "ar.throughput_8k.r1", "concurrency": 8},
                {"sd_run": "eagle-k2.throughput_8k.r1", "baseline_run": "ar.throughput_8k.r2", "concurrency": 8},
                {"sd_run": "lonely-k2.throughput_8k.r1", "baseline_run": "ar.throughput_8k.r1", "concurrency": 8}]
-    assert [(r["sd_run"], r["baseline_run"]) for r in declared_pairs(speedup, by_run)] == [
+    pairs = declared_pairs([SpeedupRow.from_dict(r) for r in speedup], by_run)
+    assert pairs == [{"variant": "eagle-k2", "baseline": "ar", "workload": "throughput_8k", "repeat": 1, **speedup[0]}]
+    assert [(r["sd_run"], r["baseline_run"]) for r in pairs] == [
         ("eagle-k2.throughput_8k.r1", "ar.throughput_8k.r1")]
     points = [_row("ar", "throughput_8k", 1, "throughput_8k", 4, 100.0, 20.0),
               _row("ar", "throughput_8k", 2, "throughput_8k", 4, 120.0, 30.0),
@@ -91,7 +98,7 @@ def test_declared_pairs_random_vs_real_and_pareto(tmp_path):
     # a point whose throughput the report could not measure has none here either (was 0.0)
     unmeasured = pareto_points(plan, [_row("ar", "throughput_8k", 1, "throughput_8k", 16, None, None)])
     assert [(p["load"], p["output_tps_per_gpu"], p["user_tps"]) for p in unmeasured] == [(16, None, None)]
-    rate = dict(_row("ar", "throughput_8k", 1, "throughput_8k", None, 50.0), request_rate=0.5)
+    rate = dataclasses.replace(_row("ar", "throughput_8k", 1, "throughput_8k", None, 50.0), request_rate=0.5)
     assert [p["load_label"] for p in pareto_points(plan, points[:1] + [rate])] == ["0.5/s", "c=4"]
 
 
@@ -155,7 +162,7 @@ def test_position_rates_per_category_one_row_each(tmp_path):
                     "conditional_acceptance_rate": rate, "source": "engine"}
                    for category, rates in (("all", (0.8, 0.5)), ("low_entropy", (0.9, 0.6)), ("mixed", (0.7, None)))
                    for position, rate in zip((1, 2), rates) if rate is not None]
-    rows = position_rate_rows(report_rows, by_run)
+    rows = position_rate_rows([PositionRateRow.from_dict(r) for r in report_rows], by_run)
     assert [(r["variant"], r["repeat"], r["point"], r["category"], r.get("AR_1"), r.get("AR_2")) for r in rows] == [
         ("eagle-k2", 1, "c8", "all", 0.8, 0.5), ("eagle-k2", 1, "c8", "low_entropy", 0.9, 0.6),
         ("eagle-k2", 1, "c8", "mixed", 0.7, None)]
