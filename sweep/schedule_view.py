@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from speedbench.engine.draft_schedule import DraftScheduleError, parse_draft_schedule
 from speedbench.sweep.plan import Plan
 from speedbench.sweep.units import Unit
+
+if TYPE_CHECKING:  # views imports this module: the type only, no cycle
+    from speedbench.sweep.views import SweepPoint
 
 
 def _median(values: list) -> float | None:
@@ -42,16 +46,16 @@ def _k_at(text: str | None, level: int) -> int | None:
         return None  # beyond the schedule's last range the engines keep its last K; not claimed here
 
 
-def schedule_rows(plan: Plan, points: list[dict], schedules: dict[str, str]) -> list[dict]:
+def schedule_rows(plan: Plan, points: list[SweepPoint], schedules: dict[str, str]) -> list[dict]:
     """The module docstring's rows (``points``: the report's point rows tagged with variant and workload)."""
-    grouped: dict[tuple, list[dict]] = defaultdict(list)
+    grouped: dict[tuple, list[SweepPoint]] = defaultdict(list)
     for row in points:
-        if row.get("requested_concurrency"):
-            grouped[(row["workload"], row["variant"], row["requested_concurrency"])].append(row)
+        if row.requested_concurrency:
+            grouped[(row.workload, row.variant, row.requested_concurrency)].append(row)
 
     def medians(workload: str, variant: str, level: int) -> tuple[float | None, float | None]:
         rows = grouped.get((workload, variant, level), [])
-        return _median([r.get("output_tps") for r in rows]), _median([r.get("user_tps_mean") for r in rows])
+        return _median([r.output_tps for r in rows]), _median([r.user_tps_mean for r in rows])
 
     out = []
     for v in (v for v in plan.variants if v.schedule):

@@ -5,6 +5,7 @@ import pytest
 
 from speedbench.sweep.plan import PlanError
 from speedbench.sweep.schedule_view import schedule_rows
+from speedbench.sweep.views import SweepPoint
 from tests.sweep.test_plan import HEAD, VARIANTS, _plan, _refused
 
 SCHEDULED = """
@@ -51,8 +52,8 @@ def test_the_report_row_sets_the_schedule_beside_the_best_static_k_and_the_basel
     w = "lite_qualitative"
 
     def point(variant, c, tps, user):
-        return {"workload": w, "variant": variant, "requested_concurrency": c, "output_tps": tps,
-                "user_tps_mean": user}
+        return SweepPoint.from_dict({"run": f"{variant}.{c}", "workload": w, "variant": variant,
+                                     "requested_concurrency": c, "output_tps": tps, "user_tps_mean": user})
 
     points = [point("eagle-k2", 1, 10.0, 10.0), point("eagle-k3", 1, 12.0, 12.0), point("eagle-k5", 1, 11.0, 11.0),
               point("ar", 1, 8.0, 8.0), point("eagle-sched", 1, 11.5, 11.5), point("eagle-sched", 1, 12.5, 12.5),
