@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from speedbench.engine.draft_schedule import DraftSchedule
-from speedbench.engine.schedule_forms import SCHEDULE_KEY, engine_form
+from speedbench.engine.schedule_forms import engine_form, schedule_form
 from speedbench.sweep.plan import SCHEDULE, Plan, Variant
 from speedbench.sweep.schedule_table import schedule_from_sweep
 
@@ -26,7 +26,7 @@ def schedule_value(schedule: DraftSchedule, fmt: str, max_k: int) -> str:
     """The text written for ``{schedule}`` in format ``fmt`` (module docstring)."""
     if fmt == "ranges":
         return schedule.text
-    value = engine_form(schedule, fmt, max_k)[SCHEDULE_KEY[fmt]]
+    value = engine_form(schedule, fmt, max_k)[schedule_form(fmt).key]
     return json.dumps(value, separators=(",", ":"), sort_keys=True)
 
 
@@ -36,7 +36,7 @@ def fill_schedule(plan: Plan, variant: Variant, out: Path) -> tuple[str, dict[st
     workload = variant.schedule_workload or plan.workloads[0].name
     family, workload, derived = schedule_from_sweep(out, variant.schedule, workload)
     value = schedule_value(derived.schedule, variant.schedule_format, variant.k)
-    if variant.schedule_format == "sglang":  # SGLang reads its adaptive config from a file
+    if variant.schedule_format != "ranges" and schedule_form(variant.schedule_format).as_file:  # SGLang's config
         path = out / "servers" / variant.name / "adaptive-config.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(value + "\n", encoding="utf-8")

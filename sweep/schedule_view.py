@@ -10,16 +10,12 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from speedbench.engine.draft_schedule import DraftScheduleError, parse_draft_schedule
 from speedbench.sweep.plan import Plan
 from speedbench.sweep.units import Unit
-
-if TYPE_CHECKING:  # views imports this module: the type only, no cycle
-    from speedbench.sweep.views import SweepPoint
 
 
 def _median(values: list) -> float | None:
@@ -46,9 +42,10 @@ def _k_at(text: str | None, level: int) -> int | None:
         return None  # beyond the schedule's last range the engines keep its last K; not claimed here
 
 
-def schedule_rows(plan: Plan, points: list[SweepPoint], schedules: dict[str, str]) -> list[dict]:
-    """The module docstring's rows (``points``: the report's point rows tagged with variant and workload)."""
-    grouped: dict[tuple, list[SweepPoint]] = defaultdict(list)
+def schedule_rows(plan: Plan, points: list, schedules: dict[str, str]) -> list[dict]:
+    """The module docstring's rows (``points``: the report's point rows tagged with variant and workload,
+    ``speedbench.sweep.views.SweepPoint``, not imported here since views imports this module)."""
+    grouped: dict[tuple, list] = defaultdict(list)
     for row in points:
         if row.requested_concurrency:
             grouped[(row.workload, row.variant, row.requested_concurrency)].append(row)

@@ -10,13 +10,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from speedbench import engines
+
 DEFAULT_HEALTH_PATH = "/health"
 DEFAULT_STARTUP_TIMEOUT_S = 900.0  # a large model on a busy node can take many minutes to load
 DEFAULT_STOP_TIMEOUT_S = 30.0  # SIGTERM to the process group, then SIGKILL
 BASELINE_METHOD = "none"
 # How {schedule} is written into a schedule variant's command: speedbench serve's --draft-schedule text
 # ("1-1:4,2-64:1"), or an engine's own form as JSON (speedbench.engine.schedule_forms).
-SCHEDULE_FORMATS = ("ranges", "vllm", "trtllm", "sglang")
+SCHEDULE_FORMATS = ("ranges", *engines.names_with("schedule_form"))  # EngineSpec.schedule_form
 
 
 class _Strict(BaseModel):

@@ -95,3 +95,20 @@ def test_the_local_launcher_and_the_peer_view_are_read_from_the_spec(monkeypatch
         EngineConfig(engine="llamacpp", speculation="draft")
     assert not any("none for engine" in n for n in sglang_bench.view([], "llamacpp").notes)
     assert any("none for engine 'sglang'" in n for n in sglang_bench.view([], "sglang").notes)
+
+
+def test_a_schedule_form_is_a_spec_property(monkeypatch):
+    """Which engines take a draft-length schedule, the key holding it and whether it goes in a file are
+    read from the specs (EngineSpec.schedule_form): a registered engine's form is used as it says."""
+    from speedbench.engine.draft_schedule import parse_draft_schedule
+    from speedbench.engine.schedule_forms import engine_form, schedule_engines
+
+    assert schedule_engines() == tuple(n for n in engines.REGISTRY if n in ("vllm", "sglang", "trtllm"))
+    assert engines.get("sglang").schedule_form.as_file and not engines.get("vllm").schedule_form.as_file
+    spec = dataclasses.replace(engines.get("openai"), schedule_form=engines.ScheduleForm(
+        writer="speedbench.engine.schedule_forms:vllm_schedule", key="num_speculative_tokens_per_batch_size"))
+    monkeypatch.setattr(engines, "REGISTRY", dict(engines.REGISTRY, openai=spec))
+    schedule = parse_draft_schedule("1-1:4,2-8:1")
+    # vLLM's form by hand: inclusive ranges [start, end, K], the largest K allocated
+    assert engine_form(schedule, "openai")["num_speculative_tokens_per_batch_size"] == [[1, 1, 4], [2, 8, 1]]
+    assert "openai" in schedule_engines()

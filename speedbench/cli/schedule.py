@@ -7,10 +7,19 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from speedbench import engines
 from speedbench.options import add_arguments, from_args, option, reuse
 from speedbench.settings import SharedOptions
 
-SCHEDULE_ENGINES = ("vllm", "trtllm", "sglang")
+# the engines whose spec says how they take a schedule (speedbench.engines: EngineSpec.schedule_form)
+SCHEDULE_ENGINES = engines.names_with("schedule_form")
+
+
+def _engine_help() -> str:
+    forms = [f"{name} ({engines.get(name).schedule_form.key}"
+             f"{', written to a file' if engines.get(name).schedule_form.as_file else ''})" for name in SCHEDULE_ENGINES]
+    return ("whose form to write, the key that holds the schedule: " + ", ".join(forms)
+            + " (SGLang adapts with EAGLE/EAGLE3 only)")
 
 
 @dataclass(kw_only=True)
@@ -18,10 +27,7 @@ class ScheduleOptions:
     """``speedbench schedule``'s options (declared once: speedbench/options.py)."""
 
     sweep_dir: Path = option("sweep_dir", parse=Path, metavar="SWEEP_DIR")
-    engine: str = reuse(SharedOptions, "engine", choices=SCHEDULE_ENGINES, help=(
-        "whose form to write: vllm (num_speculative_tokens_per_batch_size), trtllm (draft_len_schedule) or sglang "
-        "(the --speculative-adaptive-config file, one candidate step per batch-size slot; SGLang adapts with "
-        "EAGLE/EAGLE3 only)"))
+    engine: str = reuse(SharedOptions, "engine", choices=SCHEDULE_ENGINES, help=_engine_help())
     family: str | None = option("--family", default=None, metavar="NAME", help=(
         "the draft family: the name of its [[variant]] table as the plan writes it, e.g. draft-k{k} (default: "
         "the sweep's only one)"))

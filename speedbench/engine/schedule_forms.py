@@ -23,9 +23,12 @@
 """
 from __future__ import annotations
 
+from importlib import import_module
 from typing import Any
 
+from speedbench import engines
 from speedbench.engine.draft_schedule import DraftSchedule, DraftScheduleError
+from speedbench.engines.spec import ScheduleForm
 
 
 def vllm_schedule(schedule: DraftSchedule, max_k: int | None = None) -> dict[str, Any]:
@@ -39,7 +42,7 @@ def vllm_schedule(schedule: DraftSchedule, max_k: int | None = None) -> dict[str
             "num_speculative_tokens_per_batch_size": [[r.low, r.high, r.k] for r in schedule.ranges]}
 
 
-def trtllm_schedule(schedule: DraftSchedule) -> dict[str, Any]:
+def trtllm_schedule(schedule: DraftSchedule, max_k: int | None = None) -> dict[str, Any]:
     """``speculative_config`` keys for ``trtllm-serve --extra_llm_api_options`` (YAML) or the LLM API:
     ``max_draft_len`` and ``draft_len_schedule`` (thresholds: each range's start)."""
     first, top = schedule.ranges[0], schedule.max_k
@@ -62,15 +65,20 @@ def sglang_schedule(schedule: DraftSchedule, max_k: int | None = None) -> dict[s
             "speculative_adaptive_config": {str(r.low): {"candidate_steps": [r.k]} for r in schedule.ranges}}
 
 
-# The key whose value is the schedule itself, in each engine's form (what a sweep writes for {schedule}).
-SCHEDULE_KEY = {"vllm": "num_speculative_tokens_per_batch_size", "trtllm": "draft_len_schedule",
-                "sglang": "speculative_adaptive_config"}
-FORMS = {"vllm": vllm_schedule, "trtllm": lambda schedule, max_k=None: trtllm_schedule(schedule),
-         "sglang": sglang_schedule}
+def schedule_engines() -> tuple[str, ...]:
+    """The engines that take a schedule (their spec's ``schedule_form``, :mod:`speedbench.engines`)."""
+    return engines.names_with("schedule_form")
+
+
+def schedule_form(engine: str) -> ScheduleForm:
+    """``engine``'s :class:`~speedbench.engines.spec.ScheduleForm`; an error naming the known ones."""
+    spec = engines.REGISTRY.get(engine)
+    if spec is None or spec.schedule_form is None:
+        raise DraftScheduleError(f"no schedule form for engine {engine!r}; known: {', '.join(schedule_engines())}")
+    return spec.schedule_form
 
 
 def engine_form(schedule: DraftSchedule, engine: str, max_k: int | None = None) -> dict[str, Any]:
-    """The schedule's keys in ``engine``'s form (``vllm``, ``trtllm``, ``sglang``)."""
-    if engine not in FORMS:
-        raise DraftScheduleError(f"no schedule form for engine {engine!r}; known: {', '.join(FORMS)}")
-    return FORMS[engine](schedule, max_k)
+    """The schedule's keys in ``engine``'s form (its spec's ``schedule_form.writer``)."""
+    module, name = schedule_form(engine).writer.split(":")
+    return getattr(import_module(module), name)(schedule, max_k)

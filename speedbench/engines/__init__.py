@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from importlib import import_module
 
-from speedbench.engines.spec import CounterNames, EngineSpec, LocalLauncher
+from speedbench.engines.spec import CounterNames, EngineSpec, LocalLauncher, ScheduleForm
 
 _MODULES = ("vllm", "sglang", "trtllm", "llamacpp", "openai")  # registration order = the order names are listed
 
@@ -51,10 +51,15 @@ def names(**having: bool) -> tuple[str, ...]:
     return tuple(n for n, s in REGISTRY.items() if all(getattr(s, k) == v for k, v in having.items()))
 
 
+def names_with(attribute: str) -> tuple[str, ...]:
+    """The registered names, in order, whose spec sets ``attribute`` (not None): ``names_with("schedule_form")``."""
+    return tuple(n for n, s in REGISTRY.items() if getattr(s, attribute) is not None)
+
+
 def of_source(source: str | None) -> EngineSpec | None:
     """The spec whose statistics carry ``source`` (``"llamacpp.timings"`` -> llama.cpp's), by its prefix."""
     return REGISTRY.get(str(source).split(".", 1)[0]) if source else None
 
 
-__all__ = ["REGISTRY", "CounterNames", "EngineSpec", "LocalLauncher", "canonical", "get", "names", "of_source",
-           "register"]
+__all__ = ["REGISTRY", "CounterNames", "EngineSpec", "LocalLauncher", "ScheduleForm", "canonical", "get", "names",
+           "names_with", "of_source", "register"]

@@ -1,5 +1,5 @@
 """SGLang: per-request statistics in ``meta_info`` with speculation on; counters with ``--enable-metrics``."""
-from speedbench.engines.spec import CounterNames, EngineSpec, LocalLauncher
+from speedbench.engines.spec import CounterNames, EngineSpec, LocalLauncher, ScheduleForm
 
 SPEC = EngineSpec(
     name="sglang", label="SGLang", adapter="speedbench.client.engines.sglang:SGLangAdapter",
@@ -17,4 +17,6 @@ SPEC = EngineSpec(
                            server="sglang (sgl_kernel: speed-bench CPU stand-in)", startup_timeout_s=900.0,
                            stop_timeout_s=40.0, speculation_modes=("none", "ngram", "draft", "draft-tree"),
                            hf_models=True, supervised="speedbench.engine.sglang", version_route="/server_info"),
+    # SGLang reads its adaptive config from a file (--speculative-adaptive-config FILE)
+    schedule_form=ScheduleForm(writer="speedbench.engine.schedule_forms:sglang_schedule", key="speculative_adaptive_config", as_file=True),
 )

@@ -55,6 +55,19 @@ class LocalLauncher:
 
 
 @dataclass(frozen=True)
+class ScheduleForm:
+    """How an engine takes a draft-length schedule (batch-size ranges -> K, ``speedbench schedule``).
+
+    writer: ``"module:function"`` of ``(DraftSchedule, max_k) -> dict`` giving the engine's keys (resolved
+    when used, so the specs import nothing); key: the key among them whose value is the schedule itself
+    (what a sweep writes for ``{schedule}``); as_file: the engine reads that value from a file."""
+
+    writer: str
+    key: str
+    as_file: bool = False
+
+
+@dataclass(frozen=True)
 class EngineSpec:
     """One engine.
 
@@ -69,6 +82,7 @@ class EngineSpec:
     ``B`` the tokens the request may still emit, so the per-step drafted counts follow from its stream
     (:func:`speedbench.metrics.acceptance.steps.budget_per_step_arrays`); local: ``speedbench serve`` can start it on this machine;
     standin: the tests reproduce it with a stand-in server; aliases: other names ``serve`` accepts;
+    schedule_form: how it takes a draft-length schedule (:class:`ScheduleForm`; None: it takes none);
     launcher: how ``speedbench serve`` starts it (:class:`LocalLauncher`; None: not served here);
     peer_view: the ``NAME`` of the view in ``speedbench.peers`` that is this engine's own benchmark
     tool (the figures only it can give, such as vLLM's counters, need records of this engine).
@@ -87,4 +101,5 @@ class EngineSpec:
     standin: bool = False
     aliases: tuple[str, ...] = ()
     launcher: LocalLauncher | None = None
+    schedule_form: ScheduleForm | None = None
     peer_view: str | None = None

