@@ -18,7 +18,6 @@ or ``bench/leaderboard_load.py --board-sizes ...`` (which calls this).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import resource
 import sys

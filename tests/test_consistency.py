@@ -8,12 +8,8 @@ import sys
 
 import pytest
 
-from speedbench.analysis.consistency import (
-    check_acceptance_plausible,
-    check_coverage,
-    check_prompt_lengths,
-    check_record,
-)
+from speedbench.analysis.consistency import check_acceptance_plausible, check_prompt_lengths, check_record
+from speedbench.analysis.coverage_rules import check_coverage
 from speedbench.records import EngineSpecStats, TurnRecord
 
 K = 3

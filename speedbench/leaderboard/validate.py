@@ -30,12 +30,8 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime
 
-from speedbench.analysis.consistency import (
-    check_acceptance_plausible,
-    check_category_coverage,
-    check_client_lag,
-    check_coverage,
-)
+from speedbench.analysis.consistency import check_acceptance_plausible, check_client_lag
+from speedbench.analysis.coverage_rules import check_category_coverage, check_coverage
 from speedbench.analysis.supersession import SupersessionTracker
 from speedbench.leaderboard import canonical, plausibility
 from speedbench.leaderboard.isl import check_isl
@@ -56,7 +52,7 @@ from speedbench.leaderboard.schema import (
     shown,
 )
 from speedbench.leaderboard.strict_json import loads_strict
-from speedbench.leaderboard.store import Entry, LeaderboardStore, entry_id_for
+from speedbench.leaderboard.store import Entry, LeaderboardStore
 from speedbench.metrics.results import to_jsonable
 from speedbench.metrics.validation import MetricInputError
 from speedbench.records import TurnRecord

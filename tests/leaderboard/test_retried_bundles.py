@@ -3,7 +3,7 @@ bundle is accepted, its figures those of the live records); any other repeat is 
 under the coverage bounds is refused naming the categories."""
 from __future__ import annotations
 
-from speedbench.analysis.consistency import CoverageThresholds, check_category_coverage
+from speedbench.analysis.coverage_rules import CoverageThresholds, check_category_coverage
 from speedbench.leaderboard.validate import parse_bundle, submit_bundle
 from speedbench.records import TurnRecord
 

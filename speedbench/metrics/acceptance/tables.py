@@ -21,7 +21,7 @@ from speedbench.metrics.acceptance.trimming import (
     stalled_chunks,
     trim_step_sizes,
 )
-from speedbench.metrics.validation import MetricInputError, as_count_array, as_labels, as_ragged_counts
+from speedbench.metrics.validation import MetricInputError, Ragged, as_count_array, as_labels, as_ragged_counts
 from speedbench.records import MAX_TOKENS_REASONS
 
 
